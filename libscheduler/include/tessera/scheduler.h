@@ -1,0 +1,127 @@
+// Scheduler: the entry point of Tessera. An embedding host opens one, submits jobs to queues,
+// and watches them run; the scheduler decides which job runs where, fairly across queues, and
+// remembers everything in its store.
+//
+//   tessera::Options options;
+//   options.store.path = "/var/lib/tessera/state.db";
+//   auto scheduler = tessera::Scheduler::Open(options);
+//   if (!scheduler.ok()) return Fail(scheduler.status());
+//   auto job = (*scheduler)->Submit(tessera::JobSpecBuilder("default").Gpus(1).Build());
+//
+// Durability: every call that changes state returns only after the change is committed to the
+// store, so an acknowledged job survives a crash. Reads (GetJob, ListJobs, WatchEvents) see
+// committed state.
+//
+// Thread safety: all members may be called concurrently from any thread. Decisions are made on
+// one internal thread; calls never block it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/export.h"
+#include "tessera/options.h"
+#include "tessera/status.h"
+#include "tessera/v1/event.pb.h"
+#include "tessera/v1/job.pb.h"
+#include "tessera/v1/node.pb.h"
+#include "tessera/v1/queue.pb.h"
+#include "tessera/v1/stats.pb.h"
+
+namespace tessera {
+
+using JobId = uint64_t;
+
+struct SubmitOptions {
+  // A retried submit with the same key returns the job the first submit created instead of
+  // creating another. Empty means no deduplication.
+  std::string idempotency_key;
+};
+
+class TESSERA_EXPORT Scheduler {
+ public:
+  // Opens (or creates) the store, reloads queues and live jobs, reconciles them with the
+  // executor, and starts deciding.
+  // Errors: INVALID_ARGUMENT for bad options (the message names the field);
+  // UNAVAILABLE if another process holds the store; FAILED_PRECONDITION if the store file is
+  // corrupt or newer than this build; RESOURCE_EXHAUSTED if the disk is full.
+  static StatusOr<std::unique_ptr<Scheduler>> Open(const Options& options);
+
+  // Stops deciding, waits for writes in flight to commit, and closes the store.
+  virtual ~Scheduler();
+
+  // --- Jobs -------------------------------------------------------------------------------
+
+  // Validates `spec`, commits it as PENDING and returns the job. A job no node could ever run is
+  // accepted but marked infeasible (status.infeasible, with the reason) until the inventory
+  // changes.
+  // Errors: INVALID_ARGUMENT (names the field), NOT_FOUND (queue), FAILED_PRECONDITION (queue is
+  // not a leaf), RESOURCE_EXHAUSTED (store full), UNAVAILABLE (shutting down).
+  virtual StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const SubmitOptions& options = {}) = 0;
+
+  // Like Submit, but returns at once; `done` runs on an internal thread once the job is durable
+  // (or the submit failed). Lets one client keep many submits in flight.
+  virtual void SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& options,
+                           std::function<void(StatusOr<v1::Job>)> done) = 0;
+
+  // Cancels a job. A pending job becomes CANCELLED at once; a running one is stopped and becomes
+  // CANCELLED when its tasks have ended (status.reason says so meanwhile).
+  // Errors: NOT_FOUND, FAILED_PRECONDITION (already finished).
+  virtual StatusOr<v1::Job> Cancel(JobId id) = 0;
+
+  // Errors: NOT_FOUND.
+  virtual StatusOr<v1::Job> GetJob(JobId id) = 0;
+
+  // Jobs ordered by id, filtered and paginated by `request`.
+  // Errors: INVALID_ARGUMENT (bad page size or token).
+  virtual StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) = 0;
+
+  // Events with seq > `after_seq`, oldest first, at most `max_events`. Waits up to `wait` for the
+  // first one when none is there yet; an empty result means none arrived in time.
+  virtual StatusOr<std::vector<v1::Event>> WatchEvents(uint64_t after_seq, int max_events,
+                                                       std::chrono::milliseconds wait) = 0;
+
+  // --- Queues -----------------------------------------------------------------------------
+
+  // Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND (parent missing), FAILED_PRECONDITION
+  // (parent holds jobs, so it must stay a leaf).
+  virtual Status CreateQueue(const v1::QueueSpec& spec) = 0;
+  // Replaces weight, guarantee, borrowing limit and cap. Errors: INVALID_ARGUMENT, NOT_FOUND.
+  virtual Status UpdateQueue(const v1::QueueSpec& spec) = 0;
+  // Errors: NOT_FOUND, FAILED_PRECONDITION (has child queues or unfinished jobs).
+  virtual Status DeleteQueue(const std::string& name) = 0;
+  // Errors: NOT_FOUND.
+  virtual StatusOr<v1::Queue> GetQueue(const std::string& name) = 0;
+  virtual StatusOr<std::vector<v1::Queue>> ListQueues() = 0;
+
+  // --- Nodes ------------------------------------------------------------------------------
+
+  virtual StatusOr<std::vector<v1::Node>> ListNodes() = 0;
+  // Stops (or, with cordoned=false, resumes) placing new work on a node. Errors: NOT_FOUND.
+  virtual Status CordonNode(const std::string& name, bool cordoned) = 0;
+  // Cordons a node and lets its running tasks finish. Errors: NOT_FOUND.
+  virtual Status DrainNode(const std::string& name) = 0;
+
+  // --- Operations -------------------------------------------------------------------------
+
+  virtual v1::SchedulerStats GetStats() = 0;
+
+  // Writes a consistent copy of the store to `path` with SQLite's online backup while the
+  // scheduler keeps running. Errors: INVALID_ARGUMENT (empty path), UNAVAILABLE (cannot write),
+  // RESOURCE_EXHAUSTED (disk full).
+  virtual Status Backup(const std::string& path) = 0;
+
+  // Pauses and resumes decisions; submits and other calls keep working meanwhile.
+  virtual void PauseDecisions() = 0;
+  virtual void ResumeDecisions() = 0;
+
+  // Blocks until no decision, executor report or store write is outstanding. With a
+  // ManualClock this makes a test or simulation step deterministic.
+  virtual void WaitIdle() = 0;
+};
+
+}  // namespace tessera

@@ -1,0 +1,138 @@
+// Status and StatusOr<T>: how every public Tessera call reports success or failure.
+//
+// A Status is either OK or carries one of a handful of codes plus a message written for a human
+// (it names the field or the resource at fault). StatusOr<T> holds either a value or a non-OK
+// Status. No exception crosses the public API.
+//
+// Thread safety: both are plain values; distinct objects may be used from distinct threads.
+#pragma once
+
+#include <cassert>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "tessera/export.h"
+
+namespace tessera {
+
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,     // the caller's input is wrong; the message names the field.
+  kNotFound,            // the named job, queue or node does not exist.
+  kAlreadyExists,       // creating something that exists.
+  kFailedPrecondition,  // the system is not in a state that allows the call (e.g. queue not empty).
+  kResourceExhausted,   // out of disk, store quota or another bounded resource.
+  kUnavailable,         // transient: retry later (store locked, scheduler shutting down).
+  kPermissionDenied,    // the caller may not do this.
+  kInternal,            // a broken invariant; a bug.
+};
+
+// Returns "INVALID_ARGUMENT" and so on.
+TESSERA_EXPORT std::string_view StatusCodeName(StatusCode code);
+
+class [[nodiscard]] TESSERA_EXPORT Status {
+ public:
+  Status() = default;  // OK.
+  Status(StatusCode code, std::string message);
+
+  static Status Ok() { return Status(); }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+  // "INVALID_ARGUMENT: task.cpu_milli: must be > 0".
+  std::string ToString() const;
+
+  // Returns a copy whose message is "<context>: <message>"; OK stays OK.
+  Status WithContext(std::string_view context) const;
+
+  friend bool operator==(const Status& a, const Status& b) {
+    return a.code_ == b.code_ && a.message_ == b.message_;
+  }
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+TESSERA_EXPORT std::ostream& operator<<(std::ostream& os, const Status& status);
+
+inline Status InvalidArgumentError(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
+inline Status NotFoundError(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
+inline Status AlreadyExistsError(std::string m) {
+  return {StatusCode::kAlreadyExists, std::move(m)};
+}
+inline Status FailedPreconditionError(std::string m) {
+  return {StatusCode::kFailedPrecondition, std::move(m)};
+}
+inline Status ResourceExhaustedError(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
+inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status PermissionDeniedError(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
+inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+
+// Either a T or a non-OK Status. Constructing one from an OK Status is a bug and yields an
+// Internal error instead.
+template <typename T>
+class [[nodiscard]] StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design.
+  StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design.
+    if (status_.ok()) status_ = InternalError("StatusOr constructed from an OK status");
+  }
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+
+  // Preconditions: ok().
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace tessera
+
+// Returns early from the enclosing function when `expr` (a Status) is not OK.
+#define TESSERA_RETURN_IF_ERROR(expr)            \
+  do {                                           \
+    ::tessera::Status tessera_status_ = (expr);  \
+    if (!tessera_status_.ok()) return tessera_status_; \
+  } while (0)
+
+#define TESSERA_STATUS_CONCAT_INNER(a, b) a##b
+#define TESSERA_STATUS_CONCAT(a, b) TESSERA_STATUS_CONCAT_INNER(a, b)
+
+// Declares `lhs` from a StatusOr expression, or returns its error.
+#define TESSERA_ASSIGN_OR_RETURN(lhs, expr) \
+  TESSERA_ASSIGN_OR_RETURN_IMPL(TESSERA_STATUS_CONCAT(tessera_statusor_, __LINE__), lhs, expr)
+#define TESSERA_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                  \
+  if (!tmp.ok()) return tmp.status();                 \
+  lhs = std::move(tmp).value()

@@ -1,0 +1,181 @@
+// SchedulerImpl: queues, nodes, statistics, backup and decision control.
+#include "api/scheduler_impl.h"
+#include "api/validation.h"
+
+namespace tessera {
+namespace {
+
+v1::Event QueueEvent(v1::EventKind kind, const std::string& queue, TimestampUs now) {
+  v1::Event event;
+  event.set_time_us(now);
+  event.set_kind(kind);
+  event.set_queue(queue);
+  return event;
+}
+
+std::string ParentOf(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  return slash == std::string::npos ? "" : name.substr(0, slash);
+}
+
+}  // namespace
+
+Status SchedulerImpl::WriteThenApply(store::WriteFn write, std::function<Status()> apply) {
+  auto waiter = std::make_shared<Waiter<Status>>();
+  store_->Write(std::move(write), [this, apply = std::move(apply), waiter](const Status& s) {
+    if (!s.ok()) return waiter->Set(s);
+    Post([apply, waiter] { waiter->Set(apply()); });
+  });
+  return waiter->Wait();
+}
+
+// --- Queues ------------------------------------------------------------------------------------
+
+Status SchedulerImpl::CreateQueue(const v1::QueueSpec& spec) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  TESSERA_RETURN_IF_ERROR(ValidateQueueSpec(spec));
+  TESSERA_RETURN_IF_ERROR(Call<Status>([&] { return engine_->CheckQueueChange(spec, true); }));
+  const TimestampUs now = clock_->NowUs();
+  return WriteThenApply(
+      [spec, now](store::WriteTransaction& t) -> Status {
+        // Re-checked here: the writer orders this against concurrent submits and creates.
+        TESSERA_ASSIGN_OR_RETURN(bool exists, t.QueueExists(spec.name()));
+        if (exists) return AlreadyExistsError("queue '" + spec.name() + "' already exists");
+        const std::string parent = ParentOf(spec.name());
+        if (!parent.empty()) {
+          TESSERA_ASSIGN_OR_RETURN(bool parent_exists, t.QueueExists(parent));
+          if (!parent_exists) {
+            return NotFoundError("queue '" + spec.name() + "': parent queue '" + parent +
+                                 "' does not exist");
+          }
+          TESSERA_ASSIGN_OR_RETURN(int64_t jobs, t.CountUnfinishedJobs(parent));
+          if (jobs > 0) {
+            return FailedPreconditionError("queue '" + spec.name() + "': parent '" + parent +
+                                           "' holds jobs, so it must stay a leaf queue");
+          }
+        }
+        TESSERA_RETURN_IF_ERROR(t.PutQueue(spec));
+        v1::Event event = QueueEvent(v1::QUEUE_CREATED, spec.name(), now);
+        return t.AppendEvent(event).status();
+      },
+      [this, spec] { return engine_->CreateQueue(spec); });
+}
+
+Status SchedulerImpl::UpdateQueue(const v1::QueueSpec& spec) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  TESSERA_RETURN_IF_ERROR(ValidateQueueSpec(spec));
+  TESSERA_RETURN_IF_ERROR(Call<Status>([&] { return engine_->CheckQueueChange(spec, false); }));
+  const TimestampUs now = clock_->NowUs();
+  return WriteThenApply(
+      [spec, now](store::WriteTransaction& t) -> Status {
+        TESSERA_ASSIGN_OR_RETURN(bool exists, t.QueueExists(spec.name()));
+        if (!exists) return NotFoundError("queue '" + spec.name() + "' does not exist");
+        TESSERA_RETURN_IF_ERROR(t.PutQueue(spec));
+        v1::Event event = QueueEvent(v1::QUEUE_UPDATED, spec.name(), now);
+        return t.AppendEvent(event).status();
+      },
+      [this, spec] { return engine_->UpdateQueue(spec); });
+}
+
+Status SchedulerImpl::DeleteQueue(const std::string& name) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  TESSERA_RETURN_IF_ERROR(ValidateQueueName(name, "name"));
+  TESSERA_RETURN_IF_ERROR(Call<Status>([&] { return engine_->CheckQueueDelete(name); }));
+  const TimestampUs now = clock_->NowUs();
+  return WriteThenApply(
+      [name, now](store::WriteTransaction& t) -> Status {
+        TESSERA_ASSIGN_OR_RETURN(bool children, t.QueueHasChildren(name));
+        if (children) {
+          return FailedPreconditionError("queue '" + name + "' has child queues; delete them first");
+        }
+        TESSERA_ASSIGN_OR_RETURN(int64_t jobs, t.CountUnfinishedJobs(name));
+        if (jobs > 0) return FailedPreconditionError("queue '" + name + "' has unfinished jobs");
+        TESSERA_RETURN_IF_ERROR(t.DeleteQueue(name));
+        v1::Event event = QueueEvent(v1::QUEUE_DELETED, name, now);
+        return t.AppendEvent(event).status();
+      },
+      [this, name] { return engine_->DeleteQueue(name); });
+}
+
+StatusOr<v1::Queue> SchedulerImpl::GetQueue(const std::string& name) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  return Call<StatusOr<v1::Queue>>([&] { return engine_->Queue(name); });
+}
+
+StatusOr<std::vector<v1::Queue>> SchedulerImpl::ListQueues() {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  return Call<std::vector<v1::Queue>>([&] { return engine_->Queues(); });
+}
+
+// --- Nodes -------------------------------------------------------------------------------------
+
+StatusOr<std::vector<v1::Node>> SchedulerImpl::ListNodes() {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  return Call<std::vector<v1::Node>>([&] { return engine_->Nodes(); });
+}
+
+Status SchedulerImpl::CordonNode(const std::string& name, bool cordoned) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  if (!Call<bool>([&] { return engine_->HasNode(name); })) {
+    return NotFoundError("node '" + name + "' does not exist");
+  }
+  const TimestampUs now = clock_->NowUs();
+  return WriteThenApply(
+      [name, cordoned, now](store::WriteTransaction& t) -> Status {
+        TESSERA_RETURN_IF_ERROR(t.PutNodeFlags(name, cordoned, false));
+        v1::Event event;
+        event.set_time_us(now);
+        event.set_kind(v1::NODE_UPDATED);
+        event.set_node(name);
+        event.set_reason(cordoned ? "cordoned" : "uncordoned");
+        return t.AppendEvent(event).status();
+      },
+      [this, name, cordoned] { return engine_->SetNodeFlags(name, cordoned, false); });
+}
+
+Status SchedulerImpl::DrainNode(const std::string& name) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  if (!Call<bool>([&] { return engine_->HasNode(name); })) {
+    return NotFoundError("node '" + name + "' does not exist");
+  }
+  const TimestampUs now = clock_->NowUs();
+  return WriteThenApply(
+      [name, now](store::WriteTransaction& t) -> Status {
+        TESSERA_RETURN_IF_ERROR(t.PutNodeFlags(name, true, true));
+        v1::Event event;
+        event.set_time_us(now);
+        event.set_kind(v1::NODE_UPDATED);
+        event.set_node(name);
+        event.set_reason("draining");
+        return t.AppendEvent(event).status();
+      },
+      [this, name] { return engine_->SetNodeFlags(name, true, true); });
+}
+
+// --- Operations --------------------------------------------------------------------------------
+
+v1::SchedulerStats SchedulerImpl::GetStats() {
+  v1::SchedulerStats stats = Call<v1::SchedulerStats>([this] { return engine_->Stats(); });
+  const store::GroupCommitStats writes = store_->write_stats();
+  *stats.mutable_commit_latency() = store_->commit_latency().Summary();
+  stats.set_commits(writes.commits);
+  stats.set_committed_writes(writes.committed_writes);
+  stats.set_store_errors(writes.failed_writes);
+  stats.set_last_event_seq(store_->LastEventSeq());
+  return stats;
+}
+
+Status SchedulerImpl::Backup(const std::string& path) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  return store_->Backup(path);
+}
+
+void SchedulerImpl::PauseDecisions() {
+  Post([this] { engine_->Pause(); });
+}
+
+void SchedulerImpl::ResumeDecisions() {
+  Post([this] { engine_->Resume(); });
+}
+
+}  // namespace tessera

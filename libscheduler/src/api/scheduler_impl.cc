@@ -1,0 +1,251 @@
+// SchedulerImpl: opening, recovery, the decision thread, timers and shutdown.
+#include "api/scheduler_impl.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <set>
+
+#include "api/validation.h"
+#include "config/yaml_proto.h"
+
+namespace tessera {
+
+Scheduler::~Scheduler() = default;
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Open(const Options& options) {
+  return SchedulerImpl::Create(options);
+}
+
+v1::SimulatedCluster DefaultSimulatedCluster() {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* a100 = cluster.add_groups();
+  a100->set_name_prefix("sim-a100");
+  a100->set_count(2);
+  a100->set_cpu_milli(64000);
+  a100->set_memory_mib(512 * 1024);
+  a100->set_gpus(8);
+  a100->set_gpu_model("A100-80GB");
+  a100->set_gpu_memory_mib(80 * 1024);
+  a100->set_gpus_per_nvlink_domain(8);
+  (*a100->mutable_labels())["rack"] = "rack-1";
+  v1::SimulatedNodeGroup* h100 = cluster.add_groups();
+  h100->set_name_prefix("sim-h100");
+  h100->set_count(2);
+  h100->set_cpu_milli(48000);
+  h100->set_memory_mib(384 * 1024);
+  h100->set_gpus(4);
+  h100->set_gpu_model("H100-80GB");
+  h100->set_gpu_memory_mib(80 * 1024);
+  h100->set_gpus_per_nvlink_domain(4);
+  (*h100->mutable_labels())["rack"] = "rack-2";
+  return cluster;
+}
+
+StatusOr<std::unique_ptr<Scheduler>> SchedulerImpl::Create(const Options& options) {
+  TESSERA_RETURN_IF_ERROR(ValidateOptions(options));
+
+  v1::SimulatedCluster cluster;
+  if (options.simulated_cluster) {
+    cluster = *options.simulated_cluster;
+  } else if (!options.simulated_cluster_file.empty()) {
+    TESSERA_RETURN_IF_ERROR(YamlFileToMessage(options.simulated_cluster_file, &cluster));
+  } else {
+    cluster = DefaultSimulatedCluster();
+  }
+  StatusOr<std::vector<v1::NodeSpec>> nodes = ExpandSimulatedCluster(cluster);
+  if (!nodes.ok()) return nodes.status().WithContext("simulated_cluster");
+
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Store::Open(options.store));
+  std::shared_ptr<Clock> clock = options.clock ? options.clock : RealClock();
+  std::unique_ptr<SchedulerImpl> impl(new SchedulerImpl(options, clock, std::move(store)));
+  TESSERA_RETURN_IF_ERROR(impl->Recover(*nodes));
+  return std::unique_ptr<Scheduler>(std::move(impl));
+}
+
+SchedulerImpl::SchedulerImpl(const Options& options, std::shared_ptr<Clock> clock,
+                             std::unique_ptr<store::Store> store)
+    : options_(options),
+      clock_(std::move(clock)),
+      store_(std::move(store)),
+      strand_(boost::asio::make_strand(io_)),
+      timer_(io_) {
+  EngineHost& host = *this;
+  engine_ = std::make_unique<Engine>(options_, *clock_, host);
+  feasibility_ = engine_->feasibility();
+}
+
+Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
+  executor_ = std::make_unique<SimulatedExecutor>(nodes, engine_->timers(), *clock_, *engine_);
+  engine_->SetExecutor(executor_.get());
+
+  // The decision thread is not running yet, so the engine is used directly here.
+  for (const v1::NodeSpec& node : executor_->Inventory()) {
+    TESSERA_RETURN_IF_ERROR(engine_->AddNode(node));
+  }
+  std::vector<store::NodeFlags> flags;
+  TESSERA_RETURN_IF_ERROR(store_->LoadNodeFlags(&flags));
+  for (const store::NodeFlags& f : flags) {
+    if (engine_->HasNode(f.name)) {
+      TESSERA_RETURN_IF_ERROR(engine_->SetNodeFlags(f.name, f.cordoned, f.draining));
+    }
+  }
+
+  std::vector<v1::QueueSpec> queues;
+  TESSERA_RETURN_IF_ERROR(store_->LoadQueues(&queues));
+  if (queues.empty() && !options_.default_queue.empty()) {
+    v1::QueueSpec spec;
+    spec.set_name(options_.default_queue);
+    spec.set_weight(1);
+    const TimestampUs now = clock_->NowUs();
+    TESSERA_RETURN_IF_ERROR(store_->WriteAndWait([spec, now](store::WriteTransaction& t) {
+      TESSERA_RETURN_IF_ERROR(t.PutQueue(spec));
+      v1::Event event;
+      event.set_time_us(now);
+      event.set_kind(v1::QUEUE_CREATED);
+      event.set_queue(spec.name());
+      event.set_reason("default queue");
+      return t.AppendEvent(event).status();
+    }));
+    queues.push_back(spec);
+  }
+  // Sorted by name, so parents come before their children.
+  for (const v1::QueueSpec& spec : queues) {
+    Status status = engine_->CreateQueue(spec);
+    if (!status.ok()) return status.WithContext("reloading queue '" + spec.name() + "'");
+  }
+
+  const std::vector<TaskRef> live_tasks = executor_->LiveTasks();
+  const std::set<TaskRef> live(live_tasks.begin(), live_tasks.end());
+  TESSERA_RETURN_IF_ERROR(store_->LoadLiveJobs([&](v1::Job&& job) { engine_->AddJob(job, &live); }));
+
+  if (!clock_->IsRealTime()) {
+    clock_listener_ = clock_->AddAdvanceListener([this] {
+      Post([this] { engine_->OnTimeAdvanced(); });
+    });
+  }
+  decision_thread_ = std::thread([this] {
+    auto guard = boost::asio::make_work_guard(io_);
+    io_.run();
+  });
+  Post([this] { RequestDecisions(); });
+  return Status::Ok();
+}
+
+SchedulerImpl::~SchedulerImpl() {
+  closing_ = true;
+  if (clock_listener_) clock_->RemoveAdvanceListener(clock_listener_);
+  if (decision_thread_.joinable()) {
+    Call<bool>([this] {
+      engine_->Pause();
+      timer_.cancel();
+      return true;
+    });
+    // Writes in flight commit; their follow-ups run on the strand before it stops.
+    store_->Flush();
+    Call<bool>([] { return true; });
+    io_.stop();
+    decision_thread_.join();
+  }
+  engine_.reset();
+  executor_.reset();
+  store_.reset();
+}
+
+Status SchedulerImpl::CheckOpen() const {
+  if (closing_) return UnavailableError("scheduler is shutting down");
+  return Status::Ok();
+}
+
+// --- Strand plumbing ---------------------------------------------------------------------------
+
+void SchedulerImpl::Post(std::function<void()> fn) {
+  ++posted_;
+  boost::asio::post(strand_, [this, fn = std::move(fn)] {
+    fn();
+    ArmTimer();
+    --posted_;
+  });
+}
+
+void SchedulerImpl::RequestDecisions() {
+  if (decisions_posted_) return;
+  decisions_posted_ = true;
+  Post([this] { RunDecisionPass(); });
+}
+
+void SchedulerImpl::RunDecisionPass() {
+  decisions_posted_ = false;
+  const auto deadline = std::chrono::steady_clock::now() + options_.engine.decision_slice;
+  if (engine_->RunDecisions(deadline)) RequestDecisions();
+}
+
+void SchedulerImpl::ArmTimer() {
+  const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
+  if (!next) return;
+  const TimestampUs now = clock_->NowUs();
+  if (*next <= now) {
+    if (!time_post_pending_) {
+      time_post_pending_ = true;
+      Post([this] {
+        time_post_pending_ = false;
+        engine_->OnTimeAdvanced();
+      });
+    }
+    return;
+  }
+  if (!clock_->IsRealTime()) return;  // the manual clock's listener wakes us.
+  if (armed_deadline_ && *armed_deadline_ <= *next) return;
+  armed_deadline_ = *next;
+  timer_.expires_after(std::chrono::microseconds(*next - now));
+  timer_.async_wait(boost::asio::bind_executor(strand_, [this](const boost::system::error_code& ec) {
+    armed_deadline_.reset();
+    if (ec) return;
+    engine_->OnTimeAdvanced();
+    ArmTimer();
+  }));
+}
+
+void SchedulerImpl::WaitIdle() {
+  // Quiet means: no strand task queued, no store write outstanding, and no decision possible.
+  // Each part can create work for another, so check until all are quiet at once.
+  while (true) {
+    store_->Flush();
+    const bool engine_busy = Call<bool>([this] {
+      const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
+      const int64_t other_tasks = posted_.load() - 1;  // all but this one.
+      return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
+             (next && *next <= clock_->NowUs());
+    });
+    if (!engine_busy && store_->Idle()) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// --- EngineHost ---------------------------------------------------------------------------------
+
+void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
+                            std::function<void(const Status&)> durable) {
+  const TimestampUs now = clock_->NowUs();
+  store_->Write(
+      [update, now](store::WriteTransaction& t) -> Status {
+        TESSERA_RETURN_IF_ERROR(t.UpdateJobStatus(update->job_id, update->status, now));
+        for (const v1::Event& e : update->events) {
+          v1::Event event = e;
+          TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
+        }
+        return Status::Ok();
+      },
+      [this, durable = std::move(durable)](const Status& status) {
+        if (durable) Post([durable, status] { durable(status); });
+      });
+}
+
+void SchedulerImpl::InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) {
+  std::lock_guard<std::mutex> lock(feasibility_mu_);
+  feasibility_ = std::move(feasibility);
+}
+
+}  // namespace tessera

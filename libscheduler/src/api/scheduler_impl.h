@@ -1,0 +1,132 @@
+// SchedulerImpl: the Scheduler behind the public API. It owns the store, the engine, the
+// executor and the decision thread, and turns API calls into strand tasks and store writes.
+//
+// Threads: API callers (any), the decision thread (runs the Asio strand: every engine call),
+// the store writer (GroupCommit). Ordering rule: anything that follows a commit is posted to
+// the strand from the writer's done-callback, so the engine sees changes in commit order.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "engine/engine.h"
+#include "engine/simulated_executor.h"
+#include "store/store.h"
+#include "tessera/scheduler.h"
+
+namespace tessera {
+
+// A value handed from one thread to another that waits for it.
+template <typename T>
+class Waiter {
+ public:
+  void Set(T value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    value_.emplace(std::move(value));
+    cv_.notify_all();
+  }
+  T Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return value_.has_value(); });
+    return std::move(*value_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<T> value_;
+};
+
+class SchedulerImpl final : public Scheduler, private EngineHost {
+ public:
+  static StatusOr<std::unique_ptr<Scheduler>> Create(const Options& options);
+  ~SchedulerImpl() override;
+
+  StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const SubmitOptions& options) override;
+  void SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& options,
+                   std::function<void(StatusOr<v1::Job>)> done) override;
+  StatusOr<v1::Job> Cancel(JobId id) override;
+  StatusOr<v1::Job> GetJob(JobId id) override;
+  StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) override;
+  StatusOr<std::vector<v1::Event>> WatchEvents(uint64_t after_seq, int max_events,
+                                               std::chrono::milliseconds wait) override;
+
+  Status CreateQueue(const v1::QueueSpec& spec) override;
+  Status UpdateQueue(const v1::QueueSpec& spec) override;
+  Status DeleteQueue(const std::string& name) override;
+  StatusOr<v1::Queue> GetQueue(const std::string& name) override;
+  StatusOr<std::vector<v1::Queue>> ListQueues() override;
+
+  StatusOr<std::vector<v1::Node>> ListNodes() override;
+  Status CordonNode(const std::string& name, bool cordoned) override;
+  Status DrainNode(const std::string& name) override;
+
+  v1::SchedulerStats GetStats() override;
+  Status Backup(const std::string& path) override;
+  void PauseDecisions() override;
+  void ResumeDecisions() override;
+  void WaitIdle() override;
+
+ private:
+  SchedulerImpl(const Options& options, std::shared_ptr<Clock> clock,
+                std::unique_ptr<store::Store> store);
+
+  // Start-up: inventory, queues, live jobs; then the decision thread.
+  Status Recover(const std::vector<v1::NodeSpec>& nodes);
+
+  // EngineHost.
+  void Persist(std::shared_ptr<const JobUpdate> update,
+               std::function<void(const Status&)> durable) override;
+  void RequestDecisions() override;
+  void InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) override;
+
+  // Runs `fn` on the decision strand, then re-arms the timer.
+  void Post(std::function<void()> fn);
+  // Runs `fn` on the strand and returns its result; never call from the strand itself.
+  template <typename R>
+  R Call(std::function<R()> fn);
+  void RunDecisionPass();
+  void ArmTimer();
+  // Applies a queue or node change to the engine after it is durable, then replies.
+  Status WriteThenApply(store::WriteFn write, std::function<Status()> apply);
+  Status CheckOpen() const;
+
+  const Options options_;
+  const std::shared_ptr<Clock> clock_;
+  std::unique_ptr<store::Store> store_;
+
+  boost::asio::io_context io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  boost::asio::steady_timer timer_;
+  std::optional<TimestampUs> armed_deadline_;  // strand only.
+  bool time_post_pending_ = false;             // strand only.
+  bool decisions_posted_ = false;              // strand only.
+  std::thread decision_thread_;
+  int clock_listener_ = 0;
+
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<SimulatedExecutor> executor_;
+
+  std::atomic<bool> closing_{false};
+  std::atomic<int64_t> posted_{0};  // strand tasks not yet finished.
+  std::mutex feasibility_mu_;
+  std::shared_ptr<const FeasibilityChecker> feasibility_;
+};
+
+template <typename R>
+R SchedulerImpl::Call(std::function<R()> fn) {
+  std::promise<R> promise;
+  std::future<R> result = promise.get_future();
+  Post([&promise, &fn] { promise.set_value(fn()); });
+  return result.get();
+}
+
+}  // namespace tessera

@@ -1,0 +1,154 @@
+// SchedulerImpl: the job API (submit, cancel, get, list, watch).
+#include <google/protobuf/util/message_differencer.h>
+
+#include <thread>
+
+#include "api/scheduler_impl.h"
+#include "api/validation.h"
+#include "tessera/job.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kMaxWatchEvents = 10000;
+
+}  // namespace
+
+void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& options,
+                                std::function<void(StatusOr<v1::Job>)> done) {
+  if (Status open = CheckOpen(); !open.ok()) return done(open);
+  if (Status valid = ValidateJobSpec(spec); !valid.ok()) return done(valid);
+  StatusOr<PriorityClass> priority = ResolvePriorityClass(options_, spec.priority_class());
+  if (!priority.ok()) return done(priority.status());
+
+  const TimestampUs now = clock_->NowUs();
+  auto job = std::make_shared<v1::Job>();
+  *job->mutable_spec() = spec;
+  job->set_idempotency_key(options.idempotency_key);
+  v1::JobStatus* status = job->mutable_status();
+  status->set_state(v1::PENDING);
+  status->set_submit_time_us(now);
+  status->set_attempt(1);
+  status->set_priority(priority->value);
+  status->set_preemptible(priority->preemptible);
+  {
+    std::shared_ptr<const FeasibilityChecker> feasibility;
+    {
+      std::lock_guard<std::mutex> lock(feasibility_mu_);
+      feasibility = feasibility_;
+    }
+    if (std::optional<std::string> why = feasibility->Check(FeasibilityQuery::FromSpec(spec))) {
+      status->set_infeasible(true);
+      status->set_reason(*why);
+    }
+  }
+
+  struct Outcome {
+    v1::Job job;
+    bool created = false;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  const int32_t priority_value = priority->value;
+  store_->Write(
+      [job, outcome, now, priority_value](store::WriteTransaction& t) -> Status {
+        const std::string& key = job->idempotency_key();
+        if (!key.empty()) {
+          TESSERA_ASSIGN_OR_RETURN(std::optional<uint64_t> existing,
+                                   t.FindJobByIdempotencyKey(key));
+          if (existing) {
+            TESSERA_ASSIGN_OR_RETURN(outcome->job, t.ReadJob(*existing));
+            if (!google::protobuf::util::MessageDifferencer::Equals(outcome->job.spec(),
+                                                                    job->spec())) {
+              return AlreadyExistsError("idempotency_key: '" + key + "' was used by job " +
+                                        std::to_string(*existing) + " with a different spec");
+            }
+            return Status::Ok();
+          }
+        }
+        const std::string& queue = job->spec().queue();
+        TESSERA_ASSIGN_OR_RETURN(bool exists, t.QueueExists(queue));
+        if (!exists) return NotFoundError("queue: '" + queue + "' does not exist");
+        TESSERA_ASSIGN_OR_RETURN(bool has_children, t.QueueHasChildren(queue));
+        if (has_children) {
+          return FailedPreconditionError("queue: '" + queue +
+                                         "' has child queues; submit to a leaf queue");
+        }
+        TESSERA_ASSIGN_OR_RETURN(uint64_t id, t.InsertJob(*job, priority_value, now));
+        outcome->job = *job;
+        outcome->job.set_id(id);
+        v1::Event event;
+        event.set_time_us(now);
+        event.set_kind(v1::JOB_STATE_CHANGED);
+        event.set_job_id(id);
+        event.set_to_state(v1::PENDING);
+        event.set_queue(queue);
+        event.set_attempt(1);
+        event.set_reason(job->status().infeasible() ? "submitted; infeasible: " +
+                                                          job->status().reason()
+                                                    : "submitted");
+        TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
+        outcome->created = true;
+        return Status::Ok();
+      },
+      [this, outcome, done = std::move(done)](const Status& status) {
+        if (!status.ok()) return done(status);
+        // Hand the job to the engine before acknowledging it, so that a cancel sent right
+        // after the acknowledgement finds it there.
+        if (outcome->created) {
+          Post([this, job = outcome->job] { engine_->AddJob(job); });
+        }
+        done(outcome->job);
+      });
+}
+
+StatusOr<v1::Job> SchedulerImpl::Submit(const v1::JobSpec& spec, const SubmitOptions& options) {
+  auto waiter = std::make_shared<Waiter<StatusOr<v1::Job>>>();
+  SubmitAsync(spec, options, [waiter](StatusOr<v1::Job> result) { waiter->Set(std::move(result)); });
+  return waiter->Wait();
+}
+
+StatusOr<v1::Job> SchedulerImpl::Cancel(JobId id) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  // The engine may not hold a job whose submit committed an instant ago; retry briefly.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto waiter = std::make_shared<Waiter<StatusOr<v1::JobStatus>>>();
+    Post([this, id, waiter] {
+      engine_->CancelJob(id, [waiter](StatusOr<v1::JobStatus> r) { waiter->Set(std::move(r)); });
+    });
+    StatusOr<v1::JobStatus> result = waiter->Wait();
+    if (result.ok()) return store_->GetJob(id);
+    if (result.status().code() != StatusCode::kNotFound) return result.status();
+    TESSERA_ASSIGN_OR_RETURN(v1::Job stored, store_->GetJob(id));
+    if (IsTerminal(stored.status().state())) {
+      return FailedPreconditionError("job " + std::to_string(id) + " already " +
+                                     std::string(JobStateName(stored.status().state())));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return UnavailableError("job " + std::to_string(id) +
+                          " is not yet known to the engine; try again");
+}
+
+StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) { return store_->GetJob(id); }
+
+StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest& request) {
+  if (!request.queue().empty()) {
+    std::string queue = request.queue();
+    if (queue.back() == '/') queue.pop_back();
+    TESSERA_RETURN_IF_ERROR(ValidateQueueName(queue, "queue"));
+  }
+  return store_->ListJobs(request);
+}
+
+StatusOr<std::vector<v1::Event>> SchedulerImpl::WatchEvents(uint64_t after_seq, int max_events,
+                                                            std::chrono::milliseconds wait) {
+  if (max_events <= 0 || max_events > kMaxWatchEvents) {
+    return InvalidArgumentError("max_events: must be between 1 and " +
+                                std::to_string(kMaxWatchEvents) + ", got " +
+                                std::to_string(max_events));
+  }
+  if (wait.count() < 0) return InvalidArgumentError("wait: must be >= 0");
+  return store_->ReadEvents(after_seq, max_events, wait);
+}
+
+}  // namespace tessera

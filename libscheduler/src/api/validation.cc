@@ -1,0 +1,250 @@
+#include "api/validation.h"
+
+#include <cmath>
+#include <set>
+
+#include "model/resource_vector.h"
+
+namespace tessera {
+namespace {
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+Status Invalid(const std::string& field, const std::string& message) {
+  return InvalidArgumentError(field + ": " + message);
+}
+
+bool SegmentOk(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  if (!std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status ValidateResources(const v1::Resources& r, const std::string& field) {
+  const ResourceVector v = ResourceVector::FromProto(r);
+  for (int i = 0; i < kNumResources; ++i) {
+    if (v[i] < 0) return Invalid(field + "." + ResourceName(i), "must be >= 0, got " + Num(v[i]));
+  }
+  return Status::Ok();
+}
+
+Status ValidateLimits(const v1::ResourceLimits& l, const std::string& field) {
+  const ResourceVector v = ResourceVector::FromLimits(l);
+  for (int i = 0; i < kNumResources; ++i) {
+    if (v[i] != ResourceVector::kUnlimited && v[i] < 0) {
+      return Invalid(field + "." + ResourceName(i), "must be >= 0, got " + Num(v[i]));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateTask(const v1::JobSpec& spec) {
+  const v1::TaskResources& t = spec.task();
+  if (t.cpu_milli() <= 0) return Invalid("task.cpu_milli", "must be > 0, got " + Num(t.cpu_milli()));
+  if (t.memory_mib() <= 0) {
+    return Invalid("task.memory_mib", "must be > 0, got " + Num(t.memory_mib()));
+  }
+  if (t.gpu_count() < 0 || t.gpu_count() > kMaxGpusPerTask) {
+    return Invalid("task.gpu_count", "must be between 0 and " + Num(kMaxGpusPerTask) + ", got " +
+                                         Num(t.gpu_count()));
+  }
+  if (t.gpu_milli() < 0 || t.gpu_milli() > 1000) {
+    return Invalid("task.gpu_milli", "must be between 0 and 1000, got " + Num(t.gpu_milli()));
+  }
+  if (t.gpu_count() == 0) {
+    if (t.gpu_milli() != 0) return Invalid("task.gpu_milli", "set, but task.gpu_count is 0");
+    if (t.gpu_memory_mib() != 0) {
+      return Invalid("task.gpu_memory_mib", "set, but task.gpu_count is 0");
+    }
+    if (t.gpu_models_size() > 0) return Invalid("task.gpu_models", "set, but task.gpu_count is 0");
+    if (spec.topology().task_gpus_same_nvlink()) {
+      return Invalid("topology.task_gpus_same_nvlink", "needs task.gpu_count >= 1");
+    }
+  }
+  if (t.gpu_milli() > 0 && t.gpu_milli() < 1000 && t.gpu_count() != 1) {
+    return Invalid("task.gpu_milli", "a fraction of a GPU (1..999) needs task.gpu_count == 1, got " +
+                                         Num(t.gpu_count()));
+  }
+  if (t.gpu_memory_mib() < 0) {
+    return Invalid("task.gpu_memory_mib", "must be >= 0, got " + Num(t.gpu_memory_mib()));
+  }
+  for (int i = 0; i < t.gpu_models_size(); ++i) {
+    if (t.gpu_models(i).empty()) {
+      return Invalid("task.gpu_models[" + Num(i) + "]", "must not be empty");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateCounts(const v1::JobSpec& spec) {
+  if (spec.tasks() < 0 || spec.tasks() > kMaxTasksPerJob) {
+    return Invalid("tasks", "must be between 0 and " + Num(kMaxTasksPerJob) + ", got " +
+                                Num(spec.tasks()));
+  }
+  if (spec.has_elastic()) {
+    const v1::ElasticBounds& e = spec.elastic();
+    if (e.min_tasks() < 1) {
+      return Invalid("elastic.min_tasks", "must be >= 1, got " + Num(e.min_tasks()));
+    }
+    if (e.max_tasks() < e.min_tasks() || e.max_tasks() > kMaxTasksPerJob) {
+      return Invalid("elastic.max_tasks", "must be between elastic.min_tasks (" +
+                                              Num(e.min_tasks()) + ") and " +
+                                              Num(kMaxTasksPerJob) + ", got " +
+                                              Num(e.max_tasks()));
+    }
+    if (spec.tasks() != 0) {
+      return Invalid("tasks", "leave unset for an elastic job; elastic.max_tasks sets the count");
+    }
+    if (spec.gang_min() != 0) {
+      return Invalid("gang_min", "leave unset for an elastic job; elastic.min_tasks starts it");
+    }
+    return Status::Ok();
+  }
+  const int tasks = spec.tasks() == 0 ? 1 : spec.tasks();
+  if (spec.gang_min() < 0 || spec.gang_min() > tasks) {
+    return Invalid("gang_min", "must be between 0 and tasks (" + Num(tasks) + "), got " +
+                                   Num(spec.gang_min()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateQueueName(const std::string& name, const std::string& field) {
+  if (name.empty()) return Invalid(field, "required");
+  int depth = 0;
+  size_t start = 0;
+  while (true) {
+    const size_t slash = name.find('/', start);
+    const std::string segment = name.substr(start, slash == std::string::npos ? slash : slash - start);
+    if (!SegmentOk(segment)) {
+      return Invalid(field, "'" + name +
+                                "' is not a queue path: use '/'-separated segments of letters, "
+                                "digits, '.', '_' or '-' (each starting with a letter or digit, "
+                                "at most 63 characters)");
+    }
+    ++depth;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (depth > kMaxQueueDepth) {
+    return Invalid(field, "'" + name + "' is " + Num(depth) + " levels deep; at most " +
+                              Num(kMaxQueueDepth) + " allowed");
+  }
+  return Status::Ok();
+}
+
+Status ValidateJobSpec(const v1::JobSpec& spec) {
+  if (spec.name().size() > 253) {
+    return Invalid("name", "at most 253 bytes, got " + Num(static_cast<int64_t>(spec.name().size())));
+  }
+  TESSERA_RETURN_IF_ERROR(ValidateQueueName(spec.queue(), "queue"));
+  if (!spec.has_task()) return Invalid("task", "required (cpu_milli and memory_mib at least)");
+  TESSERA_RETURN_IF_ERROR(ValidateTask(spec));
+  TESSERA_RETURN_IF_ERROR(ValidateCounts(spec));
+  if (spec.time_limit_s() < 0) {
+    return Invalid("time_limit_s", "must be >= 0, got " + Num(spec.time_limit_s()));
+  }
+  if (spec.checkpoint_grace_s() < 0 || spec.checkpoint_grace_s() > kMaxGraceSeconds) {
+    return Invalid("checkpoint_grace_s", "must be between 0 and " + Num(kMaxGraceSeconds) +
+                                             ", got " + Num(spec.checkpoint_grace_s()));
+  }
+  for (const auto& [key, value] : spec.labels()) {
+    if (key.empty() || key.size() > 253) return Invalid("labels", "keys must be 1..253 bytes");
+    if (value.size() > 1024) return Invalid("labels[" + key + "]", "at most 1024 bytes");
+  }
+  for (const auto& [key, value] : spec.env()) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return Invalid("env", "'" + key + "' is not a valid variable name");
+    }
+  }
+  if (spec.simulation().duration_ms() < 0) {
+    return Invalid("simulation.duration_ms", "must be >= 0, got " +
+                                                 Num(spec.simulation().duration_ms()));
+  }
+  return Status::Ok();
+}
+
+Status ValidateQueueSpec(const v1::QueueSpec& spec) {
+  TESSERA_RETURN_IF_ERROR(ValidateQueueName(spec.name(), "name"));
+  if (!std::isfinite(spec.weight()) || spec.weight() < 0) {
+    return Invalid("weight", "must be a finite number >= 0, got " + std::to_string(spec.weight()));
+  }
+  TESSERA_RETURN_IF_ERROR(ValidateResources(spec.guarantee(), "guarantee"));
+  TESSERA_RETURN_IF_ERROR(ValidateLimits(spec.borrowing_limit(), "borrowing_limit"));
+  TESSERA_RETURN_IF_ERROR(ValidateLimits(spec.cap(), "cap"));
+  const ResourceVector guarantee = ResourceVector::FromProto(spec.guarantee());
+  const ResourceVector cap = ResourceVector::FromLimits(spec.cap());
+  for (int r = 0; r < kNumResources; ++r) {
+    if (cap[r] != ResourceVector::kUnlimited && cap[r] < guarantee[r]) {
+      return Invalid(std::string("cap.") + ResourceName(r),
+                     Num(cap[r]) + " is below guarantee." + ResourceName(r) + " (" +
+                         Num(guarantee[r]) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateOptions(const Options& options) {
+  if (options.store.max_batch <= 0) {
+    return Invalid("store.max_batch", "must be > 0, got " + Num(options.store.max_batch));
+  }
+  if (options.store.max_size_mib < 0) {
+    return Invalid("store.max_size_mib", "must be >= 0, got " + Num(options.store.max_size_mib));
+  }
+  if (options.fair_share.usage_half_life.count() < 0) {
+    return Invalid("fair_share.usage_half_life", "must be >= 0");
+  }
+  if (options.fair_share.usage_refresh.count() <= 0) {
+    return Invalid("fair_share.usage_refresh", "must be > 0");
+  }
+  if (options.engine.decision_slice.count() <= 0) {
+    return Invalid("engine.decision_slice", "must be > 0");
+  }
+  if (options.engine.max_attempts < 1) {
+    return Invalid("engine.max_attempts", "must be >= 1, got " + Num(options.engine.max_attempts));
+  }
+  if (options.engine.store_retry.count() <= 0) {
+    return Invalid("engine.store_retry", "must be > 0");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < options.priority_classes.size(); ++i) {
+    const std::string& name = options.priority_classes[i].name;
+    const std::string field = "priority_classes[" + Num(static_cast<int64_t>(i)) + "].name";
+    if (name.empty()) return Invalid(field, "must not be empty");
+    if (!names.insert(name).second) return Invalid(field, "duplicate class '" + name + "'");
+  }
+  if (!names.count(options.default_priority_class)) {
+    return Invalid("default_priority_class",
+                   "'" + options.default_priority_class + "' is not among priority_classes");
+  }
+  if (!options.default_queue.empty()) {
+    TESSERA_RETURN_IF_ERROR(ValidateQueueName(options.default_queue, "default_queue"));
+  }
+  return Status::Ok();
+}
+
+StatusOr<PriorityClass> ResolvePriorityClass(const Options& options, const std::string& name) {
+  const std::string& wanted = name.empty() ? options.default_priority_class : name;
+  std::string known;
+  for (const PriorityClass& c : options.priority_classes) {
+    if (c.name == wanted) return c;
+    known += (known.empty() ? "" : ", ") + c.name;
+  }
+  return Invalid("priority_class", "unknown class '" + wanted + "' (known: " + known + ")");
+}
+
+std::vector<PriorityClass> DefaultPriorityClasses() {
+  return {
+      {"low", 0, true},
+      {"normal", 100, true},
+      {"high", 1000, false},
+  };
+}
+
+}  // namespace tessera

@@ -1,0 +1,30 @@
+// Validation of everything a caller hands the scheduler. Each error is INVALID_ARGUMENT with a
+// message that starts with the field path ("task.gpu_milli: ...") so a user can fix it at once.
+#pragma once
+
+#include <string>
+
+#include "tessera/options.h"
+#include "tessera/status.h"
+#include "tessera/v1/job.pb.h"
+#include "tessera/v1/queue.pb.h"
+
+namespace tessera {
+
+// Limits enforced on specs.
+inline constexpr int kMaxTasksPerJob = 100000;
+inline constexpr int kMaxGpusPerTask = 32;
+inline constexpr int kMaxQueueDepth = 8;
+inline constexpr int64_t kMaxGraceSeconds = 7 * 24 * 3600;
+
+Status ValidateJobSpec(const v1::JobSpec& spec);
+// Checks a queue path: "/"-separated segments of letters, digits, '.', '_' and '-', each
+// starting with a letter or digit, at most kMaxQueueDepth deep. `field` names it in errors.
+Status ValidateQueueName(const std::string& name, const std::string& field);
+Status ValidateQueueSpec(const v1::QueueSpec& spec);
+Status ValidateOptions(const Options& options);
+
+// The priority class a job resolves to. Errors: INVALID_ARGUMENT naming priority_class.
+StatusOr<PriorityClass> ResolvePriorityClass(const Options& options, const std::string& name);
+
+}  // namespace tessera

@@ -1,0 +1,222 @@
+#include "engine/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include "fairshare/drf.h"
+
+namespace tessera {
+
+Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
+    : options_(options),
+      clock_(clock),
+      host_(host),
+      placer_(cluster_, index_, MakeScorer(options.placement)),
+      queues_(std::chrono::duration_cast<std::chrono::microseconds>(
+                  options.fair_share.usage_half_life)
+                  .count()),
+      feasibility_(std::make_shared<FeasibilityChecker>()) {
+  paused_ = options.engine.start_paused;
+  if (options.fair_share.usage_half_life.count() > 0) ArmUsageRefresh();
+}
+
+// Decayed usage changes with time alone, so the queue order is refreshed periodically.
+void Engine::ArmUsageRefresh() {
+  const int64_t period_us = std::max<int64_t>(
+      1000, std::chrono::duration_cast<std::chrono::microseconds>(options_.fair_share.usage_refresh)
+                .count());
+  timers_.Schedule(clock_.NowUs() + period_us, [this] {
+    queues_.RefreshUsage(clock_.NowUs());
+    host_.RequestDecisions();
+    ArmUsageRefresh();
+  });
+}
+
+Engine::~Engine() = default;
+
+// --- Inventory -----------------------------------------------------------------------------
+
+Status Engine::AddNode(const v1::NodeSpec& spec) {
+  TESSERA_ASSIGN_OR_RETURN(NodeIndexId id, cluster_.AddNode(spec));
+  placer_.Refresh(id);
+  InventoryUpdated();
+  return Status::Ok();
+}
+
+Status Engine::SetNodeFlags(const std::string& name, bool cordoned, bool draining) {
+  NodeState* node = cluster_.Find(name);
+  if (!node || !node->present()) return NotFoundError("node '" + name + "' does not exist");
+  const bool was_schedulable = node->Schedulable();
+  node->set_cordoned(cordoned || draining);
+  node->set_draining(draining);
+  placer_.Refresh(node->id());
+  if (!was_schedulable && node->Schedulable()) {
+    capacity_freed_ = true;
+    host_.RequestDecisions();
+  }
+  return Status::Ok();
+}
+
+bool Engine::HasNode(const std::string& name) const {
+  auto* self = const_cast<Engine*>(this);
+  NodeState* node = self->cluster_.Find(name);
+  return node && node->present();
+}
+
+std::vector<v1::Node> Engine::Nodes() const {
+  std::vector<v1::Node> out;
+  for (const NodeState& n : cluster_.nodes()) {
+    if (!n.present()) continue;
+    v1::Node node;
+    v1::NodeSpec* spec = node.mutable_spec();
+    const ResourceVector cap = n.Capacity();
+    spec->set_name(n.name());
+    spec->set_cpu_milli(cap.cpu_milli());
+    spec->set_memory_mib(cap.memory_mib());
+    if (!n.rack().empty()) (*spec->mutable_labels())["rack"] = n.rack();
+    for (size_t i = 0; i < n.gpus().size(); ++i) {
+      v1::GpuDevice* gpu = spec->add_gpus();
+      gpu->set_index(static_cast<int32_t>(i));
+      gpu->set_model(cluster_.models().Name(n.model()));
+      gpu->set_memory_mib(n.gpus()[i].memory_mib);
+      gpu->set_nvlink_domain(n.gpus()[i].nvlink_domain);
+      gpu->set_healthy(n.gpus()[i].healthy);
+    }
+    v1::NodeStatus* status = node.mutable_status();
+    status->set_cordoned(n.cordoned());
+    status->set_draining(n.draining());
+    *status->mutable_allocated() = n.Allocated().ToProto();
+    status->set_running_tasks(n.running_tasks());
+    out.push_back(std::move(node));
+  }
+  return out;
+}
+
+void Engine::InventoryUpdated() {
+  queues_.SetCapacity(cluster_.capacity());
+  feasibility_ = std::make_shared<FeasibilityChecker>(cluster_);
+  host_.InventoryChanged(feasibility_);
+  // Jobs that no node could run may fit the new inventory.
+  std::vector<uint64_t> recheck(infeasible_jobs_.begin(), infeasible_jobs_.end());
+  for (uint64_t id : recheck) {
+    JobRecord* job = FindJob(id);
+    if (!job || CheckFeasible(*job)) continue;
+    infeasible_jobs_.erase(id);
+    job->infeasible = false;
+    job->reason.clear();
+    AddPending(*job);
+    Persist(*job, {MakeEvent(*job, job->state, "feasible with the new inventory")});
+  }
+  capacity_freed_ = true;
+  host_.RequestDecisions();
+}
+
+// --- Queues --------------------------------------------------------------------------------
+
+bool Engine::QueueHoldsJobs(QueueId q) const {
+  const v1::QueueStatus status = queues_.StatusOf(q);
+  if (status.pending_jobs() > 0 || status.running_jobs() > 0) return true;
+  for (uint64_t id : infeasible_jobs_) {
+    if (jobs_.at(id).queue == q) return true;
+  }
+  return false;
+}
+
+Status Engine::CheckQueueChange(const v1::QueueSpec& spec, bool create) const {
+  const std::optional<QueueId> existing = queues_.Find(spec.name());
+  if (!create) {
+    if (!existing) return NotFoundError("queue '" + spec.name() + "' does not exist");
+    return Status::Ok();
+  }
+  if (existing) return AlreadyExistsError("queue '" + spec.name() + "' already exists");
+  const size_t slash = spec.name().rfind('/');
+  if (slash == std::string::npos) return Status::Ok();
+  const std::string parent = spec.name().substr(0, slash);
+  const std::optional<QueueId> p = queues_.Find(parent);
+  if (!p) {
+    return NotFoundError("queue '" + spec.name() + "': parent queue '" + parent +
+                         "' does not exist");
+  }
+  if (queues_.IsLeaf(*p) && QueueHoldsJobs(*p)) {
+    return FailedPreconditionError("queue '" + spec.name() + "': parent '" + parent +
+                                   "' holds jobs, so it must stay a leaf queue");
+  }
+  return Status::Ok();
+}
+
+Status Engine::CheckQueueDelete(const std::string& name) const {
+  const std::optional<QueueId> q = queues_.Find(name);
+  if (!q) return NotFoundError("queue '" + name + "' does not exist");
+  if (!queues_.IsLeaf(*q)) {
+    return FailedPreconditionError("queue '" + name + "' has child queues; delete them first");
+  }
+  if (QueueHoldsJobs(*q)) {
+    return FailedPreconditionError("queue '" + name + "' has unfinished jobs");
+  }
+  return Status::Ok();
+}
+
+Status Engine::CreateQueue(const v1::QueueSpec& spec) {
+  TESSERA_ASSIGN_OR_RETURN(QueueId q, queues_.Create(spec));
+  (void)q;
+  host_.RequestDecisions();
+  return Status::Ok();
+}
+
+Status Engine::UpdateQueue(const v1::QueueSpec& spec) {
+  TESSERA_RETURN_IF_ERROR(queues_.Update(spec));
+  host_.RequestDecisions();
+  return Status::Ok();
+}
+
+Status Engine::DeleteQueue(const std::string& name) { return queues_.Delete(name); }
+
+StatusOr<v1::Queue> Engine::Queue(const std::string& name) const {
+  const std::optional<QueueId> q = queues_.Find(name);
+  if (!q) return NotFoundError("queue '" + name + "' does not exist");
+  v1::Queue queue;
+  *queue.mutable_spec() = queues_.Spec(*q);
+  *queue.mutable_status() = queues_.StatusOf(*q);
+  return queue;
+}
+
+std::vector<v1::Queue> Engine::Queues() const {
+  std::vector<v1::Queue> out;
+  for (QueueId q : queues_.All()) {
+    v1::Queue queue;
+    *queue.mutable_spec() = queues_.Spec(q);
+    *queue.mutable_status() = queues_.StatusOf(q);
+    out.push_back(std::move(queue));
+  }
+  return out;
+}
+
+// --- Time and decisions ----------------------------------------------------------------------
+
+void Engine::OnTimeAdvanced() { timers_.RunDue(clock_.NowUs()); }
+
+void Engine::Resume() {
+  paused_ = false;
+  host_.RequestDecisions();
+}
+
+bool Engine::HasDecisionWork() const {
+  if (paused_ || store_degraded_) return false;
+  return capacity_freed_ || queues_.PickLeaf().has_value();
+}
+
+v1::SchedulerStats Engine::Stats() const {
+  v1::SchedulerStats stats;
+  stats.set_pending_jobs(pending_jobs_);
+  stats.set_running_jobs(running_jobs_);
+  stats.set_finished_jobs(finished_);
+  stats.set_decisions(decisions_);
+  stats.set_placements(placements_);
+  *stats.mutable_decision_latency() = decision_latency_.Summary();
+  int64_t nodes = 0;
+  for (const NodeState& n : cluster_.nodes()) nodes += n.present() ? 1 : 0;
+  stats.set_nodes(nodes);
+  stats.set_queues(static_cast<int64_t>(queues_.All().size()));
+  return stats;
+}
+
+}  // namespace tessera

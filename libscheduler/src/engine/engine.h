@@ -1,0 +1,181 @@
+// Engine: the scheduling loop. Events come in (jobs, queue changes, nodes, executor reports,
+// time), decisions go out (placements to persist, tasks to launch or stop).
+//
+// The engine is single-threaded and performs no I/O: its host runs every call on one decision
+// strand and supplies durability (Persist), wake-ups and the executor. Given the same inputs and
+// clock it makes the same decisions, so the daemon (real time) and a trace replay (virtual time)
+// run the same code.
+//
+// Durability contract: a placement is launched only after the host reports it durable, so a
+// crash never leaves a task running that the store does not know about.
+//
+// Cost: a decision walks the queue tree (O(depth)), the leaf's pending set (O(1)) and the node
+// index (O(log nodes)); nothing rescans all nodes or all jobs.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/latency_histogram.h"
+#include "engine/executor.h"
+#include "engine/job_record.h"
+#include "engine/timer_queue.h"
+#include "fairshare/queue_tree.h"
+#include "model/cluster.h"
+#include "placement/feasibility.h"
+#include "placement/node_index.h"
+#include "placement/placer.h"
+#include "tessera/clock.h"
+#include "tessera/options.h"
+#include "tessera/v1/event.pb.h"
+#include "tessera/v1/job.pb.h"
+#include "tessera/v1/node.pb.h"
+#include "tessera/v1/stats.pb.h"
+
+namespace tessera {
+
+// A job's new status and the events that led to it, to be made durable.
+struct JobUpdate {
+  uint64_t job_id = 0;
+  v1::JobStatus status;
+  std::vector<v1::Event> events;
+};
+
+class EngineHost {
+ public:
+  virtual ~EngineHost() = default;
+  // Makes `update` durable, then runs `durable` on the decision strand with the outcome.
+  virtual void Persist(std::shared_ptr<const JobUpdate> update,
+                       std::function<void(const Status&)> durable) = 0;
+  // The engine has decisions to make; run RunDecisions soon (coalescing repeated requests).
+  // After every call into the engine the host also arms a wake-up for timers().NextDeadline()
+  // and calls OnTimeAdvanced when it comes.
+  virtual void RequestDecisions() = 0;
+  // The inventory changed; here is a snapshot for checking submits off the strand.
+  virtual void InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) = 0;
+};
+
+class Engine final : public ExecutorEvents {
+ public:
+  Engine(const Options& options, const Clock& clock, EngineHost& host);
+  ~Engine() override;
+
+  // --- Set-up, before the first decision.
+  void SetExecutor(Executor* executor) { executor_ = executor; }
+  TimerQueue& timers() { return timers_; }
+
+  // --- Inventory. Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND.
+  Status AddNode(const v1::NodeSpec& spec);
+  Status SetNodeFlags(const std::string& name, bool cordoned, bool draining);
+  std::vector<v1::Node> Nodes() const;
+  bool HasNode(const std::string& name) const;
+
+  // --- Queues (call after the change is durable). Errors as QueueTree.
+  Status CreateQueue(const v1::QueueSpec& spec);
+  Status UpdateQueue(const v1::QueueSpec& spec);
+  Status DeleteQueue(const std::string& name);
+  // Errors: NOT_FOUND. Also checked before persisting a queue change.
+  Status CheckQueueChange(const v1::QueueSpec& spec, bool create) const;
+  Status CheckQueueDelete(const std::string& name) const;
+  StatusOr<v1::Queue> Queue(const std::string& name) const;
+  std::vector<v1::Queue> Queues() const;
+
+  // --- Jobs.
+  // A newly submitted (durable) job, or one reloaded at start-up in any unfinished state.
+  // `live` lists the executor's live tasks (for reloaded jobs that were running).
+  void AddJob(const v1::Job& job, const std::set<TaskRef>* live = nullptr);
+  // Cancels `id`; `done` runs once the cancellation (or the cancel request) is durable.
+  // `done` receives NOT_FOUND if the engine does not hold the job (finished or unknown).
+  void CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)> done);
+  bool HasJob(uint64_t id) const { return jobs_.count(id) != 0; }
+
+  // --- Executor reports (ExecutorEvents).
+  void OnTaskStarted(const TaskRef& task) override;
+  void OnTaskExited(const TaskRef& task, int exit_code) override;
+
+  // --- Time and decisions.
+  void OnTimeAdvanced();
+  // Makes decisions until none is left or `deadline` (steady clock) passes. Returns true if
+  // work remains.
+  bool RunDecisions(std::chrono::steady_clock::time_point deadline);
+  void Pause() { paused_ = true; }
+  void Resume();
+  bool paused() const { return paused_; }
+  // True when a decision could be made now.
+  bool HasDecisionWork() const;
+
+  v1::SchedulerStats Stats() const;
+  std::shared_ptr<const FeasibilityChecker> feasibility() const { return feasibility_; }
+
+ private:
+  // engine_jobs.cc
+  void AddPending(JobRecord& job);
+  void RemovePending(JobRecord& job);
+  void ReleaseTask(JobRecord& job, PlacedTask& task);
+  void Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_indices);
+  void MaybeFinish(JobRecord& job);
+  void Requeue(JobRecord& job, const std::string& reason);
+  void StopTasks(JobRecord& job);
+  v1::JobStatus BuildStatus(const JobRecord& job) const;
+  v1::Event MakeEvent(const JobRecord& job, v1::JobState from, const std::string& reason) const;
+  void Persist(JobRecord& job, std::vector<v1::Event> events,
+               std::function<void(const Status&)> durable = nullptr);
+  void SendPersist(std::shared_ptr<const JobUpdate> update,
+                   std::function<void(const Status&)> durable);
+  void RetryFailedPersists();
+  PlacedTask* FindTask(JobRecord& job, const TaskRef& ref);
+  JobRecord* FindJob(uint64_t id);
+  std::optional<std::string> CheckFeasible(const JobRecord& job) const;
+  void InventoryUpdated();
+
+  void ArmUsageRefresh();
+  bool QueueHoldsJobs(QueueId q) const;
+  // Moves `job` to `state`, keeping the pending and running counts.
+  void SetState(JobRecord& job, v1::JobState state);
+
+  // engine_decisions.cc
+  void Decide(QueueId leaf, JobRecord& job);
+
+  const Options options_;
+  const Clock& clock_;
+  EngineHost& host_;
+  Executor* executor_ = nullptr;
+
+  Cluster cluster_;
+  NodeIndex index_;
+  Placer placer_;
+  QueueTree queues_;
+  TimerQueue timers_;
+  std::shared_ptr<const FeasibilityChecker> feasibility_;
+
+  std::unordered_map<uint64_t, JobRecord> jobs_;
+  std::set<uint64_t> infeasible_jobs_;
+  bool capacity_freed_ = false;
+  bool paused_ = false;
+  bool store_degraded_ = false;
+  struct FailedPersist {
+    std::shared_ptr<const JobUpdate> update;
+    std::function<void(const Status&)> durable;
+  };
+  // Updates the store refused (disk full, I/O error): retried in order, with decisions paused
+  // until they are durable, so nothing the engine did is lost.
+  std::vector<FailedPersist> failed_persists_;
+  bool persist_retry_scheduled_ = false;
+  Status last_store_error_;
+
+  // Statistics.
+  int64_t decisions_ = 0;
+  int64_t placements_ = 0;
+  int64_t finished_ = 0;
+  int64_t running_jobs_ = 0;
+  int64_t pending_jobs_ = 0;
+  LatencyHistogram decision_latency_;
+};
+
+}  // namespace tessera

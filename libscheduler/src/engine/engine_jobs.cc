@@ -1,0 +1,448 @@
+// The life of a job inside the engine: arrival, launch once durable, executor reports,
+// cancellation, requeue after loss, and the end.
+#include <spdlog/spdlog.h>
+
+#include "engine/engine.h"
+
+namespace tessera {
+namespace {
+
+bool IsRunningState(v1::JobState s) {
+  return s == v1::ADMITTED || s == v1::STARTING || s == v1::RUNNING || s == v1::PREEMPTING;
+}
+
+}  // namespace
+
+JobRecord* Engine::FindJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+PlacedTask* Engine::FindTask(JobRecord& job, const TaskRef& ref) {
+  if (ref.attempt != job.attempt) return nullptr;
+  for (PlacedTask& t : job.tasks) {
+    if (t.index == ref.task) return &t;
+  }
+  return nullptr;
+}
+
+void Engine::SetState(JobRecord& job, v1::JobState state) {
+  const v1::JobState old = job.state;
+  if (old == state) return;
+  if (old == v1::PENDING) --pending_jobs_;
+  if (state == v1::PENDING) ++pending_jobs_;
+  const bool was_running = IsRunningState(old);
+  const bool is_running = IsRunningState(state);
+  if (was_running != is_running) {
+    running_jobs_ += is_running ? 1 : -1;
+    queues_.AdjustRunning(job.queue, is_running ? 1 : -1);
+  }
+  job.state = state;
+}
+
+std::optional<std::string> Engine::CheckFeasible(const JobRecord& job) const {
+  if (job.shape.model_overflow) {
+    return "the job names more distinct GPU models than the scheduler tracks (" +
+           std::to_string(GpuModels::kMaxModels) + ")";
+  }
+  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  return feasibility_->Check(
+      FeasibilityQuery::FromShape(job.shape, cluster_.models(), min_tasks, job.same_node));
+}
+
+void Engine::AddPending(JobRecord& job) {
+  if (job.in_pending) return;
+  queues_.AddPending(job.queue, job.key);
+  job.in_pending = true;
+  host_.RequestDecisions();
+}
+
+void Engine::RemovePending(JobRecord& job) {
+  if (!job.in_pending) return;
+  queues_.RemovePending(job.queue, job.key);
+  job.in_pending = false;
+}
+
+void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
+  const v1::JobSpec& spec = stored.spec();
+  const v1::JobStatus& status = stored.status();
+  const std::optional<QueueId> queue = queues_.Find(spec.queue());
+  if (!queue || !queues_.IsLeaf(*queue)) {
+    // Submits check the queue inside the same transaction, so this is a broken invariant; the
+    // job is failed visibly rather than dropped.
+    spdlog::error("job {} names queue '{}' which is not a leaf queue; failing it", stored.id(),
+                  spec.queue());
+    auto update = std::make_shared<JobUpdate>();
+    update->job_id = stored.id();
+    update->status = status;
+    update->status.set_state(v1::FAILED);
+    update->status.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
+    update->status.set_end_time_us(clock_.NowUs());
+    SendPersist(update, nullptr);
+    return;
+  }
+
+  JobRecord& job = jobs_[stored.id()];
+  job.id = stored.id();
+  job.queue = *queue;
+  job.key = PendingKey{status.priority(), status.submit_time_us(), stored.id()};
+  job.preemptible = status.preemptible();
+  job.shape = MakeTaskShape(spec, cluster_.models());
+  const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
+  job.elastic = spec.has_elastic() && spec.elastic().max_tasks() > 0;
+  if (job.elastic) {
+    job.wanted_tasks = spec.elastic().max_tasks();
+    job.gang_min = std::max(1, spec.elastic().min_tasks());
+  } else {
+    job.wanted_tasks = tasks;
+    job.gang_min = spec.gang_min() > 0 ? spec.gang_min() : tasks;
+  }
+  job.same_node = spec.topology().tasks_same_node();
+  job.grace_ms = spec.checkpoint_grace_s() * 1000;
+  job.sim_duration_ms = spec.simulation().duration_ms();
+  job.sim_exit_code = spec.simulation().exit_code();
+  job.attempt = std::max(1, status.attempt());
+  job.start_time_us = status.start_time_us();
+  job.cancel_requested = status.cancel_requested();
+  job.state = v1::JOB_STATE_UNSPECIFIED;
+  SetState(job, status.state());
+
+  if (IsRunningState(job.state) || job.state == v1::LOST) {
+    // Reloaded after a restart: keep it only if every task it placed is still alive.
+    bool all_alive = job.state != v1::LOST;
+    std::vector<PlacedTask> tasks_found;
+    for (const v1::TaskPlacement& p : status.placements()) {
+      PlacedTask t;
+      t.index = p.index();
+      t.exited = p.exited();
+      t.exit_code = p.exit_code();
+      t.started = p.started();
+      t.launched = true;
+      job.next_task_index = std::max(job.next_task_index, p.index() + 1);
+      NodeState* node = cluster_.Find(p.node());
+      const bool alive = live && live->count(TaskRef{job.id, job.attempt, p.index()}) != 0;
+      if (!t.exited && (!node || !node->present() || !alive)) all_alive = false;
+      if (node) {
+        t.allocation.node = node->id();
+        t.allocation.cpu_milli = job.shape.cpu_milli;
+        t.allocation.memory_mib = job.shape.memory_mib;
+        for (int gpu : p.gpus()) t.allocation.gpu_mask |= 1u << gpu;
+        t.allocation.gpu_milli = p.gpu_milli();
+        t.allocation.gpu_memory_mib = p.gpu_memory_mib();
+      }
+      tasks_found.push_back(t);
+    }
+    for (PlacedTask& t : tasks_found) {
+      if (t.exited) continue;
+      if (all_alive) {
+        placer_.Apply(t.allocation);
+        queues_.AddAllocation(job.queue, t.allocation.Vector(), clock_.NowUs());
+        job.allocated += t.allocation.Vector();
+      } else if (live && live->count(TaskRef{job.id, job.attempt, t.index})) {
+        executor_->Stop(TaskRef{job.id, job.attempt, t.index}, 0);
+      }
+    }
+    if (!all_alive) {
+      Requeue(job, "tasks not found after a restart");
+      return;
+    }
+    job.tasks = std::move(tasks_found);
+    if (!job.elastic && job.PlacedTasks() < job.wanted_tasks) AddPending(job);
+    if (job.cancel_requested) StopTasks(job);
+    MaybeFinish(job);
+    return;
+  }
+
+  // PENDING.
+  const bool stored_infeasible = status.infeasible();
+  if (std::optional<std::string> why = CheckFeasible(job)) {
+    job.infeasible = true;
+    job.reason = *why;
+    infeasible_jobs_.insert(job.id);
+    if (!stored_infeasible || status.reason() != *why) {
+      Persist(job, {MakeEvent(job, job.state, "infeasible: " + *why)});
+    }
+    return;
+  }
+  AddPending(job);
+  if (stored_infeasible) Persist(job, {MakeEvent(job, job.state, "feasible now")});
+}
+
+void Engine::Requeue(JobRecord& job, const std::string& reason) {
+  const v1::JobState from = job.state;
+  for (PlacedTask& t : job.tasks) {
+    if (!t.exited) ReleaseTask(job, t);
+  }
+  RemovePending(job);
+  std::vector<v1::Event> events;
+  SetState(job, v1::LOST);
+  events.push_back(MakeEvent(job, from, "lost: " + reason));
+  job.tasks.clear();
+  job.next_task_index = 0;
+  job.failing = false;
+  job.start_time_us = 0;
+  if (job.attempt >= options_.engine.max_attempts) {
+    SetState(job, v1::FAILED);
+    job.end_time_us = clock_.NowUs();
+    job.reason = "lost " + std::to_string(job.attempt) + " times; giving up";
+    events.push_back(MakeEvent(job, v1::LOST, job.reason));
+    Persist(job, std::move(events));
+    ++finished_;
+    jobs_.erase(job.id);
+    return;
+  }
+  ++job.attempt;
+  SetState(job, v1::PENDING);
+  job.reason = "requeued after loss (attempt " + std::to_string(job.attempt) + ")";
+  events.push_back(MakeEvent(job, v1::LOST, job.reason));
+  if (std::optional<std::string> why = CheckFeasible(job)) {
+    job.infeasible = true;
+    job.reason = *why;
+    infeasible_jobs_.insert(job.id);
+  } else {
+    AddPending(job);
+  }
+  Persist(job, std::move(events));
+}
+
+void Engine::ReleaseTask(JobRecord& job, PlacedTask& task) {
+  task.exited = true;
+  placer_.Release(task.allocation);
+  const ResourceVector held = task.allocation.Vector();
+  queues_.SubtractAllocation(job.queue, held, clock_.NowUs());
+  job.allocated -= held;
+  capacity_freed_ = true;
+  host_.RequestDecisions();
+}
+
+void Engine::StopTasks(JobRecord& job) {
+  for (PlacedTask& t : job.tasks) {
+    if (t.exited) continue;
+    if (t.launched) {
+      executor_->Stop(TaskRef{job.id, job.attempt, t.index}, job.grace_ms);
+    } else {
+      // Placed but not yet durable: it is never launched, so release it now.
+      ReleaseTask(job, t);
+    }
+  }
+}
+
+void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_indices) {
+  JobRecord* job = FindJob(job_id);
+  if (!job || job->attempt != attempt) return;
+  for (int32_t index : task_indices) {
+    PlacedTask* task = FindTask(*job, TaskRef{job_id, attempt, index});
+    if (!task || task->exited || task->launched) continue;
+    const NodeState& node = cluster_.node(task->allocation.node);
+    LaunchRequest request;
+    request.ref = TaskRef{job_id, attempt, index};
+    request.node = node.name();
+    for (uint32_t m = task->allocation.gpu_mask; m != 0; m &= m - 1) {
+      request.gpus.push_back(__builtin_ctz(m));
+    }
+    request.gpu_milli = task->allocation.gpu_milli;
+    request.gpu_memory_mib = task->allocation.gpu_memory_mib;
+    request.cpu_milli = task->allocation.cpu_milli;
+    request.memory_mib = task->allocation.memory_mib;
+    request.sim_duration_ms = job->sim_duration_ms;
+    request.sim_exit_code = job->sim_exit_code;
+    task->launched = true;
+    executor_->Launch(request);
+  }
+  if (job->state == v1::ADMITTED) {
+    SetState(*job, v1::STARTING);
+    Persist(*job, {MakeEvent(*job, v1::ADMITTED, "launch sent")});
+  }
+}
+
+void Engine::OnTaskStarted(const TaskRef& ref) {
+  JobRecord* job = FindJob(ref.job);
+  if (!job) return;
+  PlacedTask* task = FindTask(*job, ref);
+  if (!task || task->exited) return;
+  task->started = true;
+  if (job->state != v1::STARTING) return;
+  for (const PlacedTask& t : job->tasks) {
+    if (!t.exited && !t.started) return;
+  }
+  SetState(*job, v1::RUNNING);
+  Persist(*job, {MakeEvent(*job, v1::STARTING, "all tasks started")});
+}
+
+void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
+  JobRecord* job = FindJob(ref.job);
+  if (!job) return;
+  PlacedTask* task = FindTask(*job, ref);
+  if (!task || task->exited) return;
+  task->exit_code = exit_code;
+  ReleaseTask(*job, *task);
+  if (exit_code != 0 && !job->cancel_requested && !job->failing) {
+    job->failing = true;
+    job->reason = "task " + std::to_string(ref.task) + " exited with code " +
+                  std::to_string(exit_code);
+    StopTasks(*job);
+  }
+  MaybeFinish(*job);
+}
+
+void Engine::MaybeFinish(JobRecord& job) {
+  if (job.LiveTasks() > 0) return;
+  v1::JobState end;
+  if (job.cancel_requested) {
+    end = v1::CANCELLED;
+    job.reason = "cancelled";
+  } else if (job.failing) {
+    end = v1::FAILED;
+  } else if (job.PlacedTasks() == 0 || job.in_pending) {
+    return;  // not started, or required tasks still to place.
+  } else {
+    end = v1::SUCCEEDED;
+    job.reason.clear();
+  }
+  RemovePending(job);
+  infeasible_jobs_.erase(job.id);
+  const v1::JobState from = job.state;
+  SetState(job, end);
+  job.end_time_us = clock_.NowUs();
+  Persist(job, {MakeEvent(job, from, job.reason)});
+  ++finished_;
+  jobs_.erase(job.id);
+}
+
+void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)> done) {
+  JobRecord* job = FindJob(id);
+  if (!job) {
+    done(NotFoundError("job " + std::to_string(id) + " is not held by the engine"));
+    return;
+  }
+  if (job->cancel_requested) {
+    done(BuildStatus(*job));
+    return;
+  }
+  job->cancel_requested = true;
+  infeasible_jobs_.erase(id);
+  job->infeasible = false;
+  RemovePending(*job);
+  auto reply = [done](v1::JobStatus status) {
+    return [done, status = std::move(status)](const Status& s) {
+      if (s.ok()) {
+        done(status);
+      } else {
+        done(s);
+      }
+    };
+  };
+  if (job->PlacedTasks() == 0) {
+    const v1::JobState from = job->state;
+    SetState(*job, v1::CANCELLED);
+    job->end_time_us = clock_.NowUs();
+    job->reason = "cancelled";
+    v1::JobStatus final_status = BuildStatus(*job);
+    Persist(*job, {MakeEvent(*job, from, "cancelled")}, reply(final_status));
+    ++finished_;
+    jobs_.erase(id);
+    return;
+  }
+  job->reason = "cancel requested; stopping tasks";
+  Persist(*job, {MakeEvent(*job, job->state, job->reason)}, reply(BuildStatus(*job)));
+  StopTasks(*job);
+  MaybeFinish(*job);
+}
+
+v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
+  v1::JobStatus s;
+  s.set_state(job.state);
+  s.set_submit_time_us(job.key.submit_time_us);
+  s.set_start_time_us(job.start_time_us);
+  s.set_end_time_us(job.end_time_us);
+  s.set_attempt(job.attempt);
+  s.set_reason(job.reason);
+  s.set_infeasible(job.infeasible);
+  s.set_cancel_requested(job.cancel_requested);
+  s.set_priority(job.key.priority);
+  s.set_preemptible(job.preemptible);
+  for (const PlacedTask& t : job.tasks) {
+    v1::TaskPlacement* p = s.add_placements();
+    p->set_index(t.index);
+    p->set_node(cluster_.node(t.allocation.node).name());
+    for (uint32_t m = t.allocation.gpu_mask; m != 0; m &= m - 1) p->add_gpus(__builtin_ctz(m));
+    p->set_gpu_milli(t.allocation.gpu_milli);
+    p->set_gpu_memory_mib(t.allocation.gpu_memory_mib);
+    p->set_started(t.started);
+    p->set_exited(t.exited);
+    p->set_exit_code(t.exit_code);
+  }
+  return s;
+}
+
+v1::Event Engine::MakeEvent(const JobRecord& job, v1::JobState from,
+                            const std::string& reason) const {
+  v1::Event e;
+  e.set_time_us(clock_.NowUs());
+  e.set_kind(v1::JOB_STATE_CHANGED);
+  e.set_job_id(job.id);
+  e.set_from_state(from);
+  e.set_to_state(job.state);
+  e.set_queue(queues_.Name(job.queue));
+  e.set_reason(reason);
+  e.set_attempt(job.attempt);
+  if (!job.tasks.empty()) e.set_node(cluster_.node(job.tasks.front().allocation.node).name());
+  return e;
+}
+
+void Engine::Persist(JobRecord& job, std::vector<v1::Event> events,
+                     std::function<void(const Status&)> durable) {
+  auto update = std::make_shared<JobUpdate>();
+  update->job_id = job.id;
+  update->status = BuildStatus(job);
+  update->events = std::move(events);
+  SendPersist(std::move(update), std::move(durable));
+}
+
+void Engine::SendPersist(std::shared_ptr<const JobUpdate> update,
+                         std::function<void(const Status&)> durable) {
+  if (store_degraded_) {
+    // Keep the order: nothing overtakes an update that is waiting for a retry.
+    failed_persists_.push_back({std::move(update), std::move(durable)});
+    return;
+  }
+  host_.Persist(update, [this, update, durable](const Status& status) {
+    if (status.ok()) {
+      if (durable) durable(status);
+      return;
+    }
+    if (!store_degraded_) {
+      spdlog::error("store write failed, pausing decisions and retrying: {}", status.ToString());
+    }
+    store_degraded_ = true;
+    last_store_error_ = status;
+    failed_persists_.push_back({update, durable});
+    if (!persist_retry_scheduled_) {
+      persist_retry_scheduled_ = true;
+      const int64_t delay_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(options_.engine.store_retry)
+              .count();
+      timers_.Schedule(clock_.NowUs() + delay_us, [this] { RetryFailedPersists(); });
+    }
+  });
+}
+
+void Engine::RetryFailedPersists() {
+  persist_retry_scheduled_ = false;
+  std::vector<FailedPersist> retry = std::move(failed_persists_);
+  failed_persists_.clear();
+  store_degraded_ = false;
+  for (FailedPersist& f : retry) {
+    // Write the job's latest status (an older one would overwrite newer progress) with the
+    // events that never reached the store.
+    if (JobRecord* job = FindJob(f.update->job_id)) {
+      auto fresh = std::make_shared<JobUpdate>(*f.update);
+      fresh->status = BuildStatus(*job);
+      f.update = std::move(fresh);
+    }
+    SendPersist(std::move(f.update), std::move(f.durable));
+  }
+  host_.RequestDecisions();
+}
+
+}  // namespace tessera

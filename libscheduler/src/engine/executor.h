@@ -1,0 +1,62 @@
+// Executor: what runs tasks once the engine has placed them (local processes, pods, or the
+// built-in simulation). The engine calls it on the decision strand; it reports back through
+// ExecutorEvents, also on the strand. Launch and Stop are idempotent per TaskRef, so a retry
+// after a crash never runs a task twice.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/v1/node.pb.h"
+
+namespace tessera {
+
+// One task of one attempt of a job.
+struct TaskRef {
+  uint64_t job = 0;
+  int32_t attempt = 0;
+  int32_t task = 0;
+  friend bool operator==(const TaskRef& a, const TaskRef& b) {
+    return a.job == b.job && a.attempt == b.attempt && a.task == b.task;
+  }
+  friend bool operator<(const TaskRef& a, const TaskRef& b) {
+    if (a.job != b.job) return a.job < b.job;
+    if (a.attempt != b.attempt) return a.attempt < b.attempt;
+    return a.task < b.task;
+  }
+};
+
+struct LaunchRequest {
+  TaskRef ref;
+  std::string node;
+  std::vector<int> gpus;        // device indices on the node.
+  int32_t gpu_milli = 0;        // share of each listed GPU.
+  int64_t gpu_memory_mib = 0;   // memory reserved on each listed GPU.
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t sim_duration_ms = 0;  // simulation only.
+  int32_t sim_exit_code = 0;    // simulation only.
+};
+
+class ExecutorEvents {
+ public:
+  virtual ~ExecutorEvents() = default;
+  virtual void OnTaskStarted(const TaskRef& task) = 0;
+  virtual void OnTaskExited(const TaskRef& task, int exit_code) = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // The nodes this executor offers.
+  virtual std::vector<v1::NodeSpec> Inventory() = 0;
+  virtual void Launch(const LaunchRequest& request) = 0;
+  // Asks the task to stop; it must exit within `grace_ms`, then is killed.
+  virtual void Stop(const TaskRef& task, int64_t grace_ms) = 0;
+  // Tasks still alive (for reconciliation after a restart).
+  virtual std::vector<TaskRef> LiveTasks() = 0;
+};
+
+}  // namespace tessera

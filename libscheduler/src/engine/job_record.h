@@ -1,0 +1,64 @@
+// JobRecord: what the engine keeps in memory about one unfinished job: just enough to order,
+// place and follow it. Specs stay in the store; a record is about 200 bytes plus its tasks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fairshare/pending_key.h"
+#include "fairshare/queue_tree.h"
+#include "model/node_state.h"
+#include "model/resource_vector.h"
+#include "model/task_shape.h"
+#include "tessera/clock.h"
+#include "tessera/v1/job.pb.h"
+
+namespace tessera {
+
+struct PlacedTask {
+  int32_t index = 0;
+  TaskAllocation allocation;
+  bool launched = false;
+  bool started = false;
+  bool exited = false;
+  int32_t exit_code = 0;
+};
+
+struct JobRecord {
+  uint64_t id = 0;
+  QueueId queue = 0;
+  PendingKey key;  // priority, submit time, id.
+  bool preemptible = true;
+  TaskShape shape;
+  int32_t wanted_tasks = 1;  // tasks to place in all (elastic: the maximum).
+  int32_t gang_min = 1;      // tasks that must start together.
+  bool elastic = false;
+  bool same_node = false;
+  int64_t grace_ms = 0;  // notice given before a stop turns into a kill.
+  int64_t sim_duration_ms = 0;
+  int32_t sim_exit_code = 0;
+
+  v1::JobState state = v1::PENDING;
+  int32_t attempt = 1;
+  TimestampUs start_time_us = 0;
+  TimestampUs end_time_us = 0;
+  int32_t next_task_index = 0;
+  std::vector<PlacedTask> tasks;
+  ResourceVector allocated;  // sum of the allocations of tasks that have not exited.
+
+  bool in_pending = false;   // in its queue's pending set.
+  bool infeasible = false;
+  bool cancel_requested = false;
+  bool failing = false;      // a task failed; the rest are being stopped.
+  std::string reason;
+
+  int LiveTasks() const {
+    int live = 0;
+    for (const PlacedTask& t : tasks) live += t.exited ? 0 : 1;
+    return live;
+  }
+  int PlacedTasks() const { return static_cast<int>(tasks.size()); }
+};
+
+}  // namespace tessera

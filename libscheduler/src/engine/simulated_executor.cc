@@ -1,0 +1,93 @@
+#include "engine/simulated_executor.h"
+
+#include "model/cluster.h"
+
+namespace tessera {
+
+StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCluster& cluster) {
+  std::vector<v1::NodeSpec> nodes;
+  for (int g = 0; g < cluster.groups_size(); ++g) {
+    const v1::SimulatedNodeGroup& group = cluster.groups(g);
+    const std::string field = "groups[" + std::to_string(g) + "].";
+    if (group.name_prefix().empty()) {
+      return InvalidArgumentError(field + "name_prefix: must not be empty");
+    }
+    if (group.count() <= 0) return InvalidArgumentError(field + "count: must be > 0");
+    if (group.gpus() < 0) return InvalidArgumentError(field + "gpus: must be >= 0");
+    if (group.gpus() > 0 && group.gpu_model().empty()) {
+      return InvalidArgumentError(field + "gpu_model: required when gpus > 0");
+    }
+    if (group.gpus() > 0 && group.gpu_memory_mib() <= 0) {
+      return InvalidArgumentError(field + "gpu_memory_mib: must be > 0 when gpus > 0");
+    }
+    if (group.gpus_per_nvlink_domain() < 0) {
+      return InvalidArgumentError(field + "gpus_per_nvlink_domain: must be >= 0");
+    }
+    for (int i = 0; i < group.count(); ++i) {
+      v1::NodeSpec node;
+      node.set_name(group.name_prefix() + "-" + std::to_string(i));
+      node.set_cpu_milli(group.cpu_milli());
+      node.set_memory_mib(group.memory_mib());
+      *node.mutable_labels() = group.labels();
+      for (int d = 0; d < group.gpus(); ++d) {
+        v1::GpuDevice* gpu = node.add_gpus();
+        gpu->set_index(d);
+        gpu->set_model(group.gpu_model());
+        gpu->set_memory_mib(group.gpu_memory_mib());
+        gpu->set_nvlink_domain(group.gpus_per_nvlink_domain() > 0
+                                   ? d / group.gpus_per_nvlink_domain()
+                                   : 0);
+        gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
+        gpu->set_healthy(true);
+      }
+      Status status = ValidateNodeSpec(node);
+      if (!status.ok()) return status.WithContext(field.substr(0, field.size() - 1));
+      nodes.push_back(std::move(node));
+    }
+  }
+  return nodes;
+}
+
+SimulatedExecutor::SimulatedExecutor(std::vector<v1::NodeSpec> nodes, TimerQueue& timers,
+                                     const Clock& clock, ExecutorEvents& events)
+    : nodes_(std::move(nodes)), timers_(timers), clock_(clock), events_(events) {}
+
+void SimulatedExecutor::Launch(const LaunchRequest& request) {
+  if (running_.count(request.ref)) return;  // idempotent.
+  Running& run = running_[request.ref];
+  const TaskRef ref = request.ref;
+  const TimestampUs now = clock_.NowUs();
+  timers_.Schedule(now, [this, ref] {
+    if (running_.count(ref)) events_.OnTaskStarted(ref);
+  });
+  if (request.sim_duration_ms > 0) {
+    const int exit_code = request.sim_exit_code;
+    run.exit_timer = timers_.Schedule(now + request.sim_duration_ms * 1000,
+                                      [this, ref, exit_code] { Exit(ref, exit_code); });
+    run.has_exit_timer = true;
+  }
+}
+
+void SimulatedExecutor::Stop(const TaskRef& task, int64_t /*grace_ms*/) {
+  auto it = running_.find(task);
+  if (it == running_.end()) return;
+  if (it->second.has_exit_timer) timers_.Cancel(it->second.exit_timer);
+  it->second.has_exit_timer = false;
+  // Report the exit from a timer, never from inside the caller's stack.
+  it->second.exit_timer =
+      timers_.Schedule(clock_.NowUs(), [this, task] { Exit(task, kStoppedExitCode); });
+  it->second.has_exit_timer = true;
+}
+
+std::vector<TaskRef> SimulatedExecutor::LiveTasks() {
+  std::vector<TaskRef> live;
+  for (const auto& [ref, run] : running_) live.push_back(ref);
+  return live;
+}
+
+void SimulatedExecutor::Exit(const TaskRef& task, int exit_code) {
+  if (running_.erase(task) == 0) return;
+  events_.OnTaskExited(task, exit_code);
+}
+
+}  // namespace tessera

@@ -1,0 +1,50 @@
+// SimulatedExecutor: runs tasks in the scheduler's own clock, for tests, the demo, benchmarks
+// and what-if replays. A task starts at once and exits after its declared duration
+// (JobSpec.simulation.duration_ms; 0 = until stopped) with its declared exit code. Stopping a
+// task makes it exit with 143 (128 + SIGTERM), as a process ended by SIGTERM would.
+//
+// Differences from a real executor: tasks do no work and cannot hang, and nothing survives the
+// process, so after a restart LiveTasks() is empty and the engine requeues what was running.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "engine/executor.h"
+#include "engine/timer_queue.h"
+#include "tessera/clock.h"
+#include "tessera/status.h"
+#include "tessera/v1/node.pb.h"
+
+namespace tessera {
+
+// The node list a simulated cluster describes. Errors: INVALID_ARGUMENT naming the field.
+StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCluster& cluster);
+
+class SimulatedExecutor final : public Executor {
+ public:
+  static constexpr int kStoppedExitCode = 143;
+
+  SimulatedExecutor(std::vector<v1::NodeSpec> nodes, TimerQueue& timers, const Clock& clock,
+                    ExecutorEvents& events);
+
+  std::vector<v1::NodeSpec> Inventory() override { return nodes_; }
+  void Launch(const LaunchRequest& request) override;
+  void Stop(const TaskRef& task, int64_t grace_ms) override;
+  std::vector<TaskRef> LiveTasks() override;
+
+ private:
+  struct Running {
+    TimerQueue::TimerId exit_timer{};
+    bool has_exit_timer = false;
+  };
+  void Exit(const TaskRef& task, int exit_code);
+
+  std::vector<v1::NodeSpec> nodes_;
+  TimerQueue& timers_;
+  const Clock& clock_;
+  ExecutorEvents& events_;
+  std::map<TaskRef, Running> running_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,339 @@
+#include "fairshare/queue_tree.h"
+
+#include <algorithm>
+#include <cassert>
+#include <functional>
+
+#include "fairshare/drf.h"
+
+namespace tessera {
+namespace {
+
+std::string ParentName(const std::string& name) {
+  size_t slash = name.rfind('/');
+  return slash == std::string::npos ? std::string() : name.substr(0, slash);
+}
+
+double EffectiveWeight(const v1::QueueSpec& spec) {
+  return spec.weight() > 0 ? spec.weight() : 1.0;
+}
+
+}  // namespace
+
+QueueTree::QueueTree(int64_t usage_half_life_us) : half_life_us_(usage_half_life_us) {
+  QueueNode root;
+  root.name = "";
+  root.cap = ResourceVector::Unlimited();
+  root.borrow_ceiling = ResourceVector::Unlimited();
+  nodes_.push_back(std::move(root));
+}
+
+void QueueTree::SetCapacity(const ResourceVector& capacity) {
+  capacity_ = capacity;
+  for (QueueNode& n : nodes_) {
+    if (n.alive) n.sorter.SetCapacity(capacity);
+  }
+}
+
+void QueueTree::ApplySpec(QueueId q, const v1::QueueSpec& spec) {
+  QueueNode& n = nodes_[q];
+  n.spec = spec;
+  n.guarantee = ResourceVector::FromProto(spec.guarantee());
+  n.cap = ResourceVector::FromLimits(spec.cap());
+  ResourceVector borrow = ResourceVector::FromLimits(spec.borrowing_limit());
+  for (int r = 0; r < kNumResources; ++r) {
+    n.borrow_ceiling[r] = borrow[r] == ResourceVector::kUnlimited
+                              ? ResourceVector::kUnlimited
+                              : n.guarantee[r] + borrow[r];
+  }
+  DrfSorter& siblings = nodes_[n.parent].sorter;
+  siblings.UpdateWeight(q, EffectiveWeight(spec));
+  siblings.UpdateGuarantee(q, n.guarantee);
+}
+
+StatusOr<QueueId> QueueTree::Create(const v1::QueueSpec& spec) {
+  if (Find(spec.name())) return AlreadyExistsError("queue '" + spec.name() + "' already exists");
+  QueueId parent = kRoot;
+  const std::string parent_name = ParentName(spec.name());
+  if (!parent_name.empty()) {
+    std::optional<QueueId> p = Find(parent_name);
+    if (!p) {
+      return NotFoundError("queue '" + spec.name() + "': parent queue '" + parent_name +
+                           "' does not exist");
+    }
+    parent = *p;
+    const QueueNode& pn = nodes_[parent];
+    if (IsLeaf(parent) && (!pn.pending.empty() || pn.running_jobs > 0)) {
+      return FailedPreconditionError("queue '" + spec.name() + "': parent '" + parent_name +
+                                     "' holds jobs, so it must stay a leaf queue");
+    }
+  }
+  const QueueId q = static_cast<QueueId>(nodes_.size());
+  QueueNode node;
+  node.name = spec.name();
+  node.parent = parent;
+  node.sorter.SetCapacity(capacity_);
+  nodes_.push_back(std::move(node));
+  nodes_[parent].children.push_back(q);
+  nodes_[parent].sorter.Add(q, EffectiveWeight(spec));
+  by_name_[spec.name()] = q;
+  ApplySpec(q, spec);
+  return q;
+}
+
+Status QueueTree::Update(const v1::QueueSpec& spec) {
+  std::optional<QueueId> q = Find(spec.name());
+  if (!q) return NotFoundError("queue '" + spec.name() + "' does not exist");
+  ApplySpec(*q, spec);
+  // New caps or limits may admit what was blocked on quota.
+  std::vector<QueueId> blocked;
+  for (auto& [blocker, leaves] : quota_blocked_) {
+    blocked.insert(blocked.end(), leaves.begin(), leaves.end());
+  }
+  quota_blocked_.clear();
+  for (QueueId leaf : blocked) Unblock(leaf);
+  return Status::Ok();
+}
+
+Status QueueTree::Delete(const std::string& name) {
+  std::optional<QueueId> found = Find(name);
+  if (!found) return NotFoundError("queue '" + name + "' does not exist");
+  const QueueId q = *found;
+  QueueNode& n = nodes_[q];
+  if (!n.children.empty()) {
+    return FailedPreconditionError("queue '" + name + "' has child queues; delete them first");
+  }
+  if (!n.pending.empty() || n.running_jobs > 0) {
+    return FailedPreconditionError("queue '" + name + "' has unfinished jobs");
+  }
+  QueueNode& parent = nodes_[n.parent];
+  parent.sorter.Remove(q);
+  parent.children.erase(std::find(parent.children.begin(), parent.children.end(), q));
+  n.alive = false;
+  by_name_.erase(name);
+  RefreshEligibility(n.parent);
+  return Status::Ok();
+}
+
+std::optional<QueueId> QueueTree::Find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<QueueId> QueueTree::All() const {
+  std::vector<QueueId> out;
+  std::function<void(QueueId)> visit = [&](QueueId q) {
+    for (QueueId c : nodes_[q].children) {
+      out.push_back(c);
+      visit(c);
+    }
+  };
+  visit(kRoot);
+  return out;
+}
+
+void QueueTree::AddPending(QueueId leaf, const PendingKey& key) {
+  QueueNode& n = nodes_[leaf];
+  const bool new_head = n.pending.empty() || key < *n.pending.begin();
+  n.pending.insert(key);
+  // A new head may fit where the old one did not.
+  if (new_head && n.blocked != Block::kNone) {
+    Unblock(leaf);
+  } else {
+    RefreshEligibility(leaf);
+  }
+}
+
+void QueueTree::RemovePending(QueueId leaf, const PendingKey& key) {
+  QueueNode& n = nodes_[leaf];
+  auto it = n.pending.find(key);
+  if (it == n.pending.end()) return;
+  const bool was_head = it == n.pending.begin();
+  n.pending.erase(it);
+  if (was_head && n.blocked != Block::kNone) {
+    Unblock(leaf);
+  } else {
+    RefreshEligibility(leaf);
+  }
+}
+
+std::optional<PendingKey> QueueTree::Head(QueueId leaf) const {
+  const QueueNode& n = nodes_[leaf];
+  if (n.pending.empty()) return std::nullopt;
+  return *n.pending.begin();
+}
+
+size_t QueueTree::PendingCount(QueueId q) const {
+  size_t count = nodes_[q].pending.size();
+  for (QueueId c : nodes_[q].children) count += PendingCount(c);
+  return count;
+}
+
+void QueueTree::AdjustRunning(QueueId leaf, int delta) {
+  for (QueueId q = leaf;; q = nodes_[q].parent) {
+    nodes_[q].running_jobs += delta;
+    if (q == kRoot) break;
+  }
+}
+
+void QueueTree::AddAllocation(QueueId leaf, const ResourceVector& delta, int64_t now_us) {
+  ChangeAllocation(leaf, delta, /*add=*/true, now_us);
+}
+
+void QueueTree::SubtractAllocation(QueueId leaf, const ResourceVector& delta, int64_t now_us) {
+  ChangeAllocation(leaf, delta, /*add=*/false, now_us);
+  // Anything blocked on a quota along this path may fit now.
+  for (QueueId q = leaf;; q = nodes_[q].parent) {
+    auto it = quota_blocked_.find(q);
+    if (it != quota_blocked_.end()) {
+      std::vector<QueueId> leaves = std::move(it->second);
+      quota_blocked_.erase(it);
+      for (QueueId l : leaves) Unblock(l);
+    }
+    if (q == kRoot) break;
+  }
+}
+
+void QueueTree::ChangeAllocation(QueueId leaf, const ResourceVector& delta, bool add,
+                                 int64_t now_us) {
+  for (QueueId q = leaf;; q = nodes_[q].parent) {
+    QueueNode& n = nodes_[q];
+    if (half_life_us_ > 0) n.usage.Advance(now_us, n.allocated, half_life_us_);
+    if (add) {
+      n.allocated += delta;
+    } else {
+      n.allocated -= delta;
+    }
+    assert(!n.allocated.AnyNegative());
+    if (q == kRoot) break;
+    Rekey(q, now_us);
+  }
+}
+
+void QueueTree::Rekey(QueueId q, int64_t /*now_us*/) {
+  const QueueNode& n = nodes_[q];
+  const ResourceVector usage = half_life_us_ > 0 ? n.usage.Equivalent() : n.allocated;
+  nodes_[n.parent].sorter.UpdateAllocation(q, n.allocated, usage);
+}
+
+void QueueTree::RefreshUsage(int64_t now_us) {
+  if (half_life_us_ <= 0) return;
+  for (QueueId q = 1; q < nodes_.size(); ++q) {
+    QueueNode& n = nodes_[q];
+    if (!n.alive) continue;
+    if (n.allocated.IsZero() && n.usage.IsZero()) continue;
+    n.usage.Advance(now_us, n.allocated, half_life_us_);
+    Rekey(q, now_us);
+  }
+}
+
+double QueueTree::DominantShareOf(QueueId q) const {
+  if (q == kRoot) return DominantShare(nodes_[q].allocated, capacity_, 1.0);
+  return nodes_[nodes_[q].parent].sorter.Share(q);
+}
+
+std::optional<QueueId> QueueTree::PickLeaf() const {
+  QueueId q = kRoot;
+  while (!IsLeaf(q)) {
+    std::optional<DrfSorter::ClientId> next = nodes_[q].sorter.First();
+    if (!next) return std::nullopt;
+    q = *next;
+  }
+  if (q == kRoot) return std::nullopt;
+  return q;
+}
+
+std::optional<QuotaViolation> QueueTree::CheckQuota(QueueId leaf,
+                                                    const ResourceVector& request) const {
+  for (QueueId q = leaf; q != kRoot; q = nodes_[q].parent) {
+    const QueueNode& n = nodes_[q];
+    const ResourceVector projected = n.allocated + request;
+    if (int r = projected.FirstExceeding(n.cap); r >= 0) return QuotaViolation{q, r, true};
+    if (int r = projected.FirstExceeding(n.borrow_ceiling); r >= 0) {
+      return QuotaViolation{q, r, false};
+    }
+  }
+  return std::nullopt;
+}
+
+int QueueTree::TasksWithinQuota(QueueId leaf, const ResourceVector& per_task, int limit) const {
+  int64_t tasks = limit;
+  for (QueueId q = leaf; q != kRoot; q = nodes_[q].parent) {
+    const QueueNode& n = nodes_[q];
+    for (int r = 0; r < kNumResources; ++r) {
+      if (per_task[r] <= 0) continue;
+      for (int64_t ceiling : {n.cap[r], n.borrow_ceiling[r]}) {
+        if (ceiling == ResourceVector::kUnlimited) continue;
+        const int64_t room = ceiling - n.allocated[r];
+        tasks = std::min(tasks, room <= 0 ? 0 : room / per_task[r]);
+      }
+    }
+  }
+  return static_cast<int>(tasks);
+}
+
+void QueueTree::BlockOnCapacity(QueueId leaf) {
+  QueueNode& n = nodes_[leaf];
+  if (n.blocked != Block::kNone) return;
+  n.blocked = Block::kCapacity;
+  capacity_blocked_.push_back(leaf);
+  RefreshEligibility(leaf);
+}
+
+void QueueTree::BlockOnQuota(QueueId leaf, QueueId blocker) {
+  QueueNode& n = nodes_[leaf];
+  if (n.blocked != Block::kNone) return;
+  n.blocked = Block::kQuota;
+  quota_blocked_[blocker].push_back(leaf);
+  RefreshEligibility(leaf);
+}
+
+void QueueTree::UnblockCapacity() {
+  std::vector<QueueId> leaves = std::move(capacity_blocked_);
+  capacity_blocked_.clear();
+  for (QueueId leaf : leaves) {
+    if (nodes_[leaf].blocked == Block::kCapacity) Unblock(leaf);
+  }
+}
+
+void QueueTree::Unblock(QueueId leaf) {
+  QueueNode& n = nodes_[leaf];
+  // Stale entries in the blocked lists are skipped by the checks above and here.
+  n.blocked = Block::kNone;
+  RefreshEligibility(leaf);
+}
+
+bool QueueTree::Eligible(QueueId q) const {
+  const QueueNode& n = nodes_[q];
+  if (!n.alive) return false;
+  if (IsLeaf(q)) return q != kRoot && !n.pending.empty() && n.blocked == Block::kNone;
+  return n.sorter.active_count() > 0;
+}
+
+void QueueTree::RefreshEligibility(QueueId q) {
+  while (q != kRoot) {
+    const QueueId parent = nodes_[q].parent;
+    DrfSorter& siblings = nodes_[parent].sorter;
+    const bool was_active_parent = siblings.active_count() > 0;
+    if (Eligible(q)) {
+      siblings.Activate(q);
+    } else {
+      siblings.Deactivate(q);
+    }
+    if ((siblings.active_count() > 0) == was_active_parent) return;
+    q = parent;
+  }
+}
+
+v1::QueueStatus QueueTree::StatusOf(QueueId q) const {
+  v1::QueueStatus status;
+  const QueueNode& n = nodes_[q];
+  *status.mutable_allocated() = n.allocated.ToProto();
+  status.set_dominant_share(DominantShareOf(q));
+  status.set_pending_jobs(static_cast<int64_t>(PendingCount(q)));
+  status.set_running_jobs(n.running_jobs);
+  return status;
+}
+
+}  // namespace tessera

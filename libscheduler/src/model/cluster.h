@@ -1,0 +1,50 @@
+// Cluster: every node the scheduler knows, by dense index and by name, and the totals that
+// fairness divides by.
+//
+// Nodes are never erased, only marked absent, so a NodeIndexId stays valid for the life of
+// the engine and allocations can refer to nodes by index.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/gpu_models.h"
+#include "model/node_state.h"
+#include "model/resource_vector.h"
+#include "tessera/status.h"
+#include "tessera/v1/node.pb.h"
+
+namespace tessera {
+
+class Cluster {
+ public:
+  // Adds a node, or brings back an absent one of the same name with its new spec.
+  // Errors: INVALID_ARGUMENT (bad spec, naming the field), ALREADY_EXISTS (present already).
+  StatusOr<NodeIndexId> AddNode(const v1::NodeSpec& spec);
+  // Marks a node absent; its capacity leaves the totals. Its tasks must already be released.
+  void RemoveNode(NodeIndexId id);
+
+  NodeState* Find(const std::string& name);
+  NodeState& node(NodeIndexId id) { return nodes_[id]; }
+  const NodeState& node(NodeIndexId id) const { return nodes_[id]; }
+  const std::vector<NodeState>& nodes() const { return nodes_; }
+  size_t size() const { return nodes_.size(); }
+
+  GpuModels& models() { return models_; }
+  const GpuModels& models() const { return models_; }
+
+  // Sum of the capacity of present nodes.
+  const ResourceVector& capacity() const { return capacity_; }
+
+ private:
+  std::vector<NodeState> nodes_;
+  std::unordered_map<std::string, NodeIndexId> by_name_;
+  GpuModels models_;
+  ResourceVector capacity_;
+};
+
+// Checks a node spec: name, positive capacities, at most 32 GPUs, one GPU model per node.
+Status ValidateNodeSpec(const v1::NodeSpec& spec);
+
+}  // namespace tessera

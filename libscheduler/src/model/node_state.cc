@@ -1,0 +1,197 @@
+#include "model/node_state.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+
+namespace tessera {
+
+NodeState::NodeState(NodeIndexId id, std::string name, int64_t cpu_milli, int64_t memory_mib,
+                     int model, std::vector<GpuSlot> gpus, std::string rack)
+    : id_(id),
+      name_(std::move(name)),
+      model_(model),
+      rack_(std::move(rack)),
+      cpu_capacity_(cpu_milli),
+      memory_capacity_(memory_mib),
+      cpu_free_(cpu_milli),
+      memory_free_(memory_mib),
+      gpus_(std::move(gpus)) {
+  assert(gpus_.size() <= kMaxGpus);
+  RefreshSummaries();
+}
+
+ResourceVector NodeState::Capacity() const {
+  int64_t gpu_memory = 0;
+  for (const GpuSlot& g : gpus_) gpu_memory += g.memory_mib;
+  return {cpu_capacity_, memory_capacity_, int64_t{1000} * static_cast<int64_t>(gpus_.size()),
+          gpu_memory};
+}
+
+ResourceVector NodeState::Allocated() const {
+  ResourceVector used{cpu_capacity_ - cpu_free_, memory_capacity_ - memory_free_, 0, 0};
+  for (const GpuSlot& g : gpus_) {
+    used[static_cast<int>(Resource::kGpu)] += 1000 - g.free_milli;
+    used[static_cast<int>(Resource::kGpuMemory)] += g.memory_mib - g.free_memory_mib;
+  }
+  return used;
+}
+
+std::optional<TaskAllocation> NodeState::Fit(const TaskShape& shape,
+                                             DevicePreference preference) const {
+  if (!HostFits(shape)) return std::nullopt;
+  TaskAllocation a;
+  a.node = id_;
+  a.cpu_milli = shape.cpu_milli;
+  a.memory_mib = shape.memory_mib;
+  if (!shape.needs_gpu()) return a;
+  if (!shape.AllowsModel(model_)) return std::nullopt;
+
+  if (shape.whole_gpus()) {
+    std::optional<uint32_t> mask = ChooseWholeGpus(shape, preference);
+    if (!mask) return std::nullopt;
+    a.gpu_mask = *mask;
+    a.gpu_milli = 1000;
+    a.gpu_memory_mib = gpus_[__builtin_ctz(*mask)].memory_mib;
+    return a;
+  }
+  // A share of one GPU.
+  std::optional<int> gpu = ChooseShareGpu(shape, preference);
+  if (!gpu) return std::nullopt;
+  a.gpu_mask = 1u << *gpu;
+  a.gpu_milli = shape.gpu_milli;
+  a.gpu_memory_mib = ShareMemory(shape, gpus_[*gpu]);
+  return a;
+}
+
+// A share without an explicit memory ask holds the same fraction of the GPU's memory, so that
+// memory is accounted for and shares that fit by compute also fit by memory.
+int64_t NodeState::ShareMemory(const TaskShape& shape, const GpuSlot& gpu) const {
+  if (shape.gpu_memory_mib > 0) return shape.gpu_memory_mib;
+  return gpu.memory_mib * shape.gpu_milli / 1000;
+}
+
+std::optional<uint32_t> NodeState::ChooseWholeGpus(const TaskShape& shape,
+                                                   DevicePreference preference) const {
+  // Free GPUs grouped by NVLink domain, in order of first appearance.
+  struct Domain {
+    int32_t id;
+    uint32_t mask;
+    int count;
+  };
+  std::array<Domain, kMaxGpus> domains{};
+  int num_domains = 0;
+  int total_free = 0;
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    const GpuSlot& g = gpus_[i];
+    if (!g.healthy || g.free_milli != 1000) continue;
+    if (shape.gpu_memory_mib > g.memory_mib) continue;
+    int d = 0;
+    while (d < num_domains && domains[d].id != g.nvlink_domain) ++d;
+    if (d == num_domains) domains[num_domains++] = {g.nvlink_domain, 0, 0};
+    domains[d].mask |= 1u << i;
+    ++domains[d].count;
+    ++total_free;
+  }
+  const int need = shape.gpu_count;
+  if (total_free < need) return std::nullopt;
+
+  // Prefer one domain: the one with the fewest free GPUs that suffice (tightest) or the most.
+  int best = -1;
+  for (int d = 0; d < num_domains; ++d) {
+    if (domains[d].count < need) continue;
+    if (best < 0) {
+      best = d;
+    } else if (preference == DevicePreference::kTightest ? domains[d].count < domains[best].count
+                                                         : domains[d].count > domains[best].count) {
+      best = d;
+    }
+  }
+  auto take_lowest = [](uint32_t mask, int n) {
+    uint32_t out = 0;
+    for (int i = 0; i < n; ++i) {
+      uint32_t bit = mask & (~mask + 1);
+      out |= bit;
+      mask &= ~bit;
+    }
+    return out;
+  };
+  if (best >= 0) return take_lowest(domains[best].mask, need);
+  if (shape.same_nvlink) return std::nullopt;
+
+  // Span domains, largest first, so the task touches as few domains as possible.
+  std::sort(domains.begin(), domains.begin() + num_domains,
+            [](const Domain& a, const Domain& b) { return a.count > b.count; });
+  uint32_t mask = 0;
+  int remaining = need;
+  for (int d = 0; d < num_domains && remaining > 0; ++d) {
+    int n = std::min(remaining, domains[d].count);
+    mask |= take_lowest(domains[d].mask, n);
+    remaining -= n;
+  }
+  return mask;
+}
+
+std::optional<int> NodeState::ChooseShareGpu(const TaskShape& shape,
+                                             DevicePreference preference) const {
+  int best = -1;
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    const GpuSlot& g = gpus_[i];
+    if (!g.healthy || g.free_milli < shape.gpu_milli) continue;
+    if (g.free_memory_mib < ShareMemory(shape, g)) continue;
+    if (best < 0) {
+      best = static_cast<int>(i);
+      continue;
+    }
+    const int32_t current = gpus_[best].free_milli;
+    if (preference == DevicePreference::kTightest ? g.free_milli < current
+                                                  : g.free_milli > current) {
+      best = static_cast<int>(i);
+    }
+  }
+  if (best < 0) return std::nullopt;
+  return best;
+}
+
+void NodeState::Apply(const TaskAllocation& a) {
+  cpu_free_ -= a.cpu_milli;
+  memory_free_ -= a.memory_mib;
+  for (uint32_t m = a.gpu_mask; m != 0; m &= m - 1) {
+    GpuSlot& g = gpus_[__builtin_ctz(m)];
+    g.free_milli -= a.gpu_milli;
+    g.free_memory_mib -= a.gpu_memory_mib;
+    assert(g.free_milli >= 0 && g.free_memory_mib >= 0);
+  }
+  ++running_tasks_;
+  RefreshSummaries();
+}
+
+void NodeState::Release(const TaskAllocation& a) {
+  cpu_free_ += a.cpu_milli;
+  memory_free_ += a.memory_mib;
+  for (uint32_t m = a.gpu_mask; m != 0; m &= m - 1) {
+    GpuSlot& g = gpus_[__builtin_ctz(m)];
+    g.free_milli += a.gpu_milli;
+    g.free_memory_mib += a.gpu_memory_mib;
+    assert(g.free_milli <= 1000 && g.free_memory_mib <= g.memory_mib);
+  }
+  --running_tasks_;
+  RefreshSummaries();
+}
+
+void NodeState::SetGpuHealthy(int gpu, bool healthy) {
+  gpus_[gpu].healthy = healthy;
+  RefreshSummaries();
+}
+
+void NodeState::RefreshSummaries() {
+  whole_free_gpus_ = 0;
+  max_free_milli_ = 0;
+  for (const GpuSlot& g : gpus_) {
+    if (!g.healthy) continue;
+    if (g.free_milli == 1000) ++whole_free_gpus_;
+    max_free_milli_ = std::max(max_free_milli_, g.free_milli);
+  }
+}
+
+}  // namespace tessera

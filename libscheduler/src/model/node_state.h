@@ -1,0 +1,121 @@
+// NodeState: one node's capacity, what is free on it, and its GPUs one by one.
+//
+// A node has at most 32 GPUs of one model (a GPU set is a 32-bit mask). Free capacity changes
+// only through Apply and Release of a TaskAllocation, which keep the derived summaries
+// (whole free GPUs, largest free GPU share) current for the placement index.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/resource_vector.h"
+#include "model/task_shape.h"
+
+namespace tessera {
+
+using NodeIndexId = uint32_t;
+
+struct GpuSlot {
+  int64_t memory_mib = 0;
+  int64_t free_memory_mib = 0;
+  int32_t free_milli = 1000;
+  int32_t nvlink_domain = 0;
+  bool healthy = true;
+};
+
+// What one placed task holds on one node.
+struct TaskAllocation {
+  NodeIndexId node = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  uint32_t gpu_mask = 0;        // bit i = GPU i of the node.
+  int32_t gpu_milli = 0;        // share held on each GPU in the mask.
+  int64_t gpu_memory_mib = 0;   // memory held on each GPU in the mask.
+
+  int gpu_count() const { return __builtin_popcount(gpu_mask); }
+  // In the same units as queue accounting.
+  ResourceVector Vector() const {
+    return {cpu_milli, memory_mib, int64_t{gpu_count()} * gpu_milli,
+            int64_t{gpu_count()} * gpu_memory_mib};
+  }
+};
+
+// How to choose among a node's GPUs when several fit.
+enum class DevicePreference {
+  kTightest,  // the fullest GPUs / the NVLink domain with the fewest free GPUs (binpack).
+  kLoosest,   // the emptiest ones (spread).
+};
+
+class NodeState {
+ public:
+  static constexpr int kMaxGpus = 32;
+
+  NodeState(NodeIndexId id, std::string name, int64_t cpu_milli, int64_t memory_mib, int model,
+            std::vector<GpuSlot> gpus, std::string rack);
+
+  NodeIndexId id() const { return id_; }
+  const std::string& name() const { return name_; }
+  int model() const { return model_; }  // -1 for a node without GPUs.
+  const std::string& rack() const { return rack_; }
+  const std::vector<GpuSlot>& gpus() const { return gpus_; }
+
+  int64_t cpu_free() const { return cpu_free_; }
+  int64_t memory_free() const { return memory_free_; }
+  int whole_free_gpus() const { return whole_free_gpus_; }
+  int32_t max_free_milli() const { return max_free_milli_; }
+  int running_tasks() const { return running_tasks_; }
+
+  ResourceVector Capacity() const;
+  ResourceVector Allocated() const;
+
+  bool cordoned() const { return cordoned_; }
+  bool draining() const { return draining_; }
+  bool present() const { return present_; }
+  void set_cordoned(bool v) { cordoned_ = v; }
+  void set_draining(bool v) { draining_ = v; }
+  void set_present(bool v) { present_ = v; }
+  // New work may be placed here.
+  bool Schedulable() const { return present_ && !cordoned_ && !draining_; }
+
+  // True when cpu and memory for one more task of `shape` are free.
+  bool HostFits(const TaskShape& shape) const {
+    return cpu_free_ >= shape.cpu_milli && memory_free_ >= shape.memory_mib;
+  }
+
+  // Chooses devices for one task of `shape` on this node as it is now, or nullopt when it does
+  // not fit. Does not change the node.
+  std::optional<TaskAllocation> Fit(const TaskShape& shape, DevicePreference preference) const;
+
+  void Apply(const TaskAllocation& allocation);
+  void Release(const TaskAllocation& allocation);
+
+  // Marks a GPU healthy or not; an unhealthy GPU takes no new work.
+  void SetGpuHealthy(int gpu, bool healthy);
+
+ private:
+  std::optional<uint32_t> ChooseWholeGpus(const TaskShape& shape,
+                                          DevicePreference preference) const;
+  std::optional<int> ChooseShareGpu(const TaskShape& shape, DevicePreference preference) const;
+  int64_t ShareMemory(const TaskShape& shape, const GpuSlot& gpu) const;
+  void RefreshSummaries();
+
+  NodeIndexId id_;
+  std::string name_;
+  int model_;
+  std::string rack_;
+  int64_t cpu_capacity_;
+  int64_t memory_capacity_;
+  int64_t cpu_free_;
+  int64_t memory_free_;
+  std::vector<GpuSlot> gpus_;
+  int whole_free_gpus_ = 0;
+  int32_t max_free_milli_ = 0;
+  int running_tasks_ = 0;
+  bool cordoned_ = false;
+  bool draining_ = false;
+  bool present_ = true;
+};
+
+}  // namespace tessera

@@ -1,0 +1,44 @@
+// TaskShape: what one task of a job needs, in the scheduler's integer units, with its allowed
+// GPU models interned. Built once per job from its spec; placement only ever reads it.
+#pragma once
+
+#include <cstdint>
+
+#include "model/gpu_models.h"
+#include "model/resource_vector.h"
+#include "tessera/v1/job.pb.h"
+
+namespace tessera {
+
+struct TaskShape {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t gpu_count = 0;       // GPUs per task; 0 for a CPU-only task.
+  int32_t gpu_milli = 0;       // share of each GPU: 1000 for whole GPUs, 1..999 for a fraction.
+  int64_t gpu_memory_mib = 0;  // asked per GPU; 0 = no explicit ask.
+  ModelMask models = 0;        // allowed models; 0 = any.
+  bool same_nvlink = false;    // all GPUs of the task on one NVLink domain.
+  // Set when a listed model could not be interned (more than GpuModels::kMaxModels distinct
+  // names): such a job is reported infeasible rather than widened to "any model".
+  bool model_overflow = false;
+
+  bool needs_gpu() const { return gpu_count > 0; }
+  bool whole_gpus() const { return gpu_count > 0 && gpu_milli == 1000; }
+  bool fractional_gpu() const { return gpu_count == 1 && gpu_milli < 1000; }
+  bool AllowsModel(int model) const {
+    return models == 0 || (model >= 0 && (models >> model) & 1u);
+  }
+
+  // The request counted against quotas before placement: GPU memory is what was asked for (the
+  // placed allocation counts what the chosen device actually reserves).
+  ResourceVector RequestVector() const {
+    return {cpu_milli, memory_mib, int64_t{gpu_count} * gpu_milli,
+            int64_t{gpu_count} * gpu_memory_mib};
+  }
+};
+
+// Builds a shape from a validated spec. Unknown model names are interned so a node that reports
+// them later can run the job.
+TaskShape MakeTaskShape(const v1::JobSpec& spec, GpuModels& models);
+
+}  // namespace tessera

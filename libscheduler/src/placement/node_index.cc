@@ -1,0 +1,44 @@
+#include "placement/node_index.h"
+
+namespace tessera {
+
+NodeIndex::Entries* NodeIndex::WholeIndex(int model) {
+  if (model < 0) return nullptr;
+  if (model >= static_cast<int>(whole_by_model_.size())) whole_by_model_.resize(model + 1);
+  return &whole_by_model_[model];
+}
+
+NodeIndex::Entries* NodeIndex::ShareIndex(int model) {
+  if (model < 0) return nullptr;
+  if (model >= static_cast<int>(share_by_model_.size())) share_by_model_.resize(model + 1);
+  return &share_by_model_[model];
+}
+
+void NodeIndex::Move(Entries* entries, int64_t& current, int64_t wanted, NodeIndexId id) {
+  if (current == wanted) return;
+  if (current >= 0) entries->erase({current, id});
+  if (wanted >= 0) entries->insert({wanted, id});
+  current = wanted;
+}
+
+void NodeIndex::Update(const NodeState& node) {
+  const NodeIndexId id = node.id();
+  if (id >= keys_.size()) keys_.resize(id + 1);
+  Keys& k = keys_[id];
+  if (k.model != node.model() && k.model >= 0) {
+    // The node came back with another model: drop its old GPU keys first.
+    Move(WholeIndex(k.model), k.whole, -1, id);
+    Move(ShareIndex(k.model), k.share, -1, id);
+  }
+  k.model = node.model();
+  const bool schedulable = node.Schedulable();
+  Move(&cpu_, k.cpu, schedulable ? node.cpu_free() : -1, id);
+  if (node.model() >= 0) {
+    Move(WholeIndex(node.model()), k.whole,
+         schedulable && node.whole_free_gpus() > 0 ? node.whole_free_gpus() : -1, id);
+    Move(ShareIndex(node.model()), k.share,
+         schedulable && node.max_free_milli() > 0 ? node.max_free_milli() : -1, id);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,87 @@
+// NodeIndex: schedulable nodes ordered by free capacity, so that finding a node for a task
+// costs O(log nodes) instead of a scan.
+//
+// Three orders are kept: per GPU model by whole free GPUs (for whole-GPU tasks), per GPU model
+// by the largest free share of one GPU (for fractional tasks), and over all nodes by free CPU
+// (for CPU-only tasks). Candidates are visited from the smallest key that could fit upward
+// (tightest first) or from the largest downward (loosest first).
+//
+// Call Update(node) after every change to a node's free capacity or schedulability.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "model/cluster.h"
+#include "model/task_shape.h"
+
+namespace tessera {
+
+enum class IndexOrder { kTightestFirst, kLoosestFirst };
+
+class NodeIndex {
+ public:
+  void Update(const NodeState& node);
+
+  // Calls `visit(node_id)` for each schedulable node of `model` (or, for CPU-only shapes, any
+  // node) whose indexed key could hold one task of `shape`, in `order`, until it returns false.
+  template <typename Visitor>
+  void Visit(const TaskShape& shape, int model, IndexOrder order, Visitor&& visit) const;
+
+ private:
+  using Entries = std::set<std::pair<int64_t, NodeIndexId>>;
+  struct Keys {
+    int model = -1;
+    int64_t whole = -1;  // -1: not in the index.
+    int64_t share = -1;
+    int64_t cpu = -1;
+  };
+
+  Entries* WholeIndex(int model);
+  Entries* ShareIndex(int model);
+  static void Move(Entries* entries, int64_t& current, int64_t wanted, NodeIndexId id);
+
+  template <typename Visitor>
+  static void VisitEntries(const Entries& entries, int64_t need, IndexOrder order,
+                           Visitor&& visit);
+
+  std::vector<Keys> keys_;                 // by node id.
+  std::vector<Entries> whole_by_model_;
+  std::vector<Entries> share_by_model_;
+  Entries cpu_;
+};
+
+template <typename Visitor>
+void NodeIndex::VisitEntries(const Entries& entries, int64_t need, IndexOrder order,
+                             Visitor&& visit) {
+  if (order == IndexOrder::kTightestFirst) {
+    for (auto it = entries.lower_bound({need, 0}); it != entries.end(); ++it) {
+      if (!visit(it->second)) return;
+    }
+  } else {
+    for (auto it = entries.rbegin(); it != entries.rend() && it->first >= need; ++it) {
+      if (!visit(it->second)) return;
+    }
+  }
+}
+
+template <typename Visitor>
+void NodeIndex::Visit(const TaskShape& shape, int model, IndexOrder order,
+                      Visitor&& visit) const {
+  if (!shape.needs_gpu()) {
+    VisitEntries(cpu_, shape.cpu_milli, order, visit);
+    return;
+  }
+  if (model < 0) return;
+  if (shape.whole_gpus()) {
+    if (model < static_cast<int>(whole_by_model_.size())) {
+      VisitEntries(whole_by_model_[model], shape.gpu_count, order, visit);
+    }
+  } else if (model < static_cast<int>(share_by_model_.size())) {
+    VisitEntries(share_by_model_[model], shape.gpu_milli, order, visit);
+  }
+}
+
+}  // namespace tessera

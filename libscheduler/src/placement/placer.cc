@@ -1,0 +1,128 @@
+#include "placement/placer.h"
+
+#include <limits>
+
+namespace tessera {
+
+Placer::Placer(Cluster& cluster, NodeIndex& index, std::unique_ptr<Scorer> scorer,
+               std::vector<std::unique_ptr<NodeFilter>> filters)
+    : cluster_(cluster), index_(index), scorer_(std::move(scorer)), filters_(std::move(filters)) {}
+
+void Placer::Apply(const TaskAllocation& allocation) {
+  NodeState& node = cluster_.node(allocation.node);
+  node.Apply(allocation);
+  index_.Update(node);
+}
+
+void Placer::Release(const TaskAllocation& allocation) {
+  NodeState& node = cluster_.node(allocation.node);
+  node.Release(allocation);
+  index_.Update(node);
+}
+
+void Placer::Refresh(NodeIndexId node) { index_.Update(cluster_.node(node)); }
+
+std::optional<TaskAllocation> Placer::FitOnNode(const NodeState& node,
+                                                const TaskShape& shape) const {
+  for (const auto& filter : filters_) {
+    if (!filter->Accept(node, shape)) return std::nullopt;
+  }
+  return node.Fit(shape, scorer_->device_preference());
+}
+
+std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape) {
+  std::optional<TaskAllocation> best;
+  int64_t best_score = std::numeric_limits<int64_t>::min();
+  const int wanted = scorer_->candidates();
+
+  auto search = [&](int model) {
+    int found = 0;
+    int visits = 0;
+    index_.Visit(shape, model, scorer_->order(), [&](NodeIndexId id) {
+      const NodeState& node = cluster_.node(id);
+      if (std::optional<TaskAllocation> a = FitOnNode(node, shape)) {
+        const int64_t score = scorer_->Score(node, shape, *a);
+        if (!best || score > best_score) {
+          best = a;
+          best_score = score;
+        }
+        ++found;
+      }
+      return found < wanted && ++visits < kMaxVisitsPerTask;
+    });
+  };
+
+  if (!shape.needs_gpu()) {
+    search(-1);
+  } else {
+    const int models = cluster_.models().size();
+    for (int m = 0; m < models; ++m) {
+      if (shape.AllowsModel(m)) search(m);
+    }
+  }
+  return best;
+}
+
+int Placer::PlaceOnNode(const NodeState& node, const TaskShape& shape, int max_tasks,
+                        std::vector<TaskAllocation>* out) {
+  int placed = 0;
+  while (placed < max_tasks) {
+    std::optional<TaskAllocation> a = FitOnNode(node, shape);
+    if (!a) break;
+    Apply(*a);
+    out->push_back(*a);
+    ++placed;
+  }
+  return placed;
+}
+
+PlacementResult Placer::Place(const TaskShape& shape, int min_tasks, int max_tasks,
+                              bool same_node) {
+  PlacementResult result;
+  if (same_node) {
+    // Collect the scorer's best candidates first: placing changes the index being walked.
+    std::vector<NodeIndexId> candidates;
+    auto collect = [&](NodeIndexId id) {
+      candidates.push_back(id);
+      return candidates.size() < kMaxSameNodeCandidates;
+    };
+    if (!shape.needs_gpu()) {
+      index_.Visit(shape, -1, scorer_->order(), collect);
+    } else {
+      for (int m = 0; m < cluster_.models().size(); ++m) {
+        if (shape.AllowsModel(m)) index_.Visit(shape, m, scorer_->order(), collect);
+      }
+    }
+    for (NodeIndexId id : candidates) {
+      std::vector<TaskAllocation> tasks;
+      if (PlaceOnNode(cluster_.node(id), shape, max_tasks, &tasks) >= min_tasks) {
+        result.tasks = std::move(tasks);
+        break;
+      }
+      for (const TaskAllocation& a : tasks) Release(a);
+    }
+  } else {
+    while (static_cast<int>(result.tasks.size()) < max_tasks) {
+      std::optional<TaskAllocation> a = FindOne(shape);
+      if (!a) break;
+      Apply(*a);
+      result.tasks.push_back(*a);
+    }
+  }
+
+  if (static_cast<int>(result.tasks.size()) >= min_tasks && !result.tasks.empty()) {
+    result.outcome = PlacementResult::Outcome::kPlaced;
+    return result;
+  }
+  const int got = static_cast<int>(result.tasks.size());
+  for (const TaskAllocation& a : result.tasks) Release(a);
+  result.tasks.clear();
+  result.outcome = PlacementResult::Outcome::kRetryLater;
+  result.reason = same_node ? "waiting for one node with room for " + std::to_string(min_tasks) +
+                                  " tasks"
+                            : "waiting for capacity: " + std::to_string(got) + " of " +
+                                  std::to_string(min_tasks) + " tasks fit now";
+  return result;
+}
+
+}  // namespace tessera

@@ -1,0 +1,68 @@
+// Placer: finds nodes and GPUs for the tasks of one job.
+//
+// Candidates come from the NodeIndex in the scorer's order, pass every filter, get devices
+// chosen by NodeState::Fit, and the scorer picks among the first few. A job's tasks are placed
+// one after another; if fewer than the gang minimum fit, every tentative allocation is undone,
+// so a gang never holds part of the cluster while it waits (no partial holds, no deadlock).
+//
+// The outcome is a value, not an error: placed, or retry later with the reason.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/cluster.h"
+#include "placement/node_filter.h"
+#include "placement/node_index.h"
+#include "placement/scorer.h"
+
+namespace tessera {
+
+struct PlacementResult {
+  enum class Outcome { kPlaced, kRetryLater };
+  Outcome outcome = Outcome::kRetryLater;
+  std::vector<TaskAllocation> tasks;  // applied to the cluster when placed.
+  std::string reason;                 // why not, when retrying later.
+
+  bool placed() const { return outcome == Outcome::kPlaced; }
+};
+
+class Placer {
+ public:
+  // A walk of the index stops after this many candidates, bounding the cost of one decision when
+  // many nodes pass the index but fail a filter; the job is then retried later.
+  static constexpr int kMaxVisitsPerTask = 2048;
+  // Nodes tried for a job whose tasks must share one node.
+  static constexpr size_t kMaxSameNodeCandidates = 256;
+
+  Placer(Cluster& cluster, NodeIndex& index, std::unique_ptr<Scorer> scorer,
+         std::vector<std::unique_ptr<NodeFilter>> filters = DefaultFilters());
+
+  // Places at least `min_tasks` and at most `max_tasks` tasks of `shape`, all on one node when
+  // `same_node`. On success the allocations are applied to the cluster and the index.
+  PlacementResult Place(const TaskShape& shape, int min_tasks, int max_tasks, bool same_node);
+
+  // Applies or releases one allocation, keeping the index current.
+  void Apply(const TaskAllocation& allocation);
+  void Release(const TaskAllocation& allocation);
+
+  // Re-indexes a node after a change outside the placer (cordon, health, new node).
+  void Refresh(NodeIndexId node);
+
+  const Scorer& scorer() const { return *scorer_; }
+
+ private:
+  // The best node for one task, or nullopt.
+  std::optional<TaskAllocation> FindOne(const TaskShape& shape);
+  std::optional<TaskAllocation> FitOnNode(const NodeState& node, const TaskShape& shape) const;
+  int PlaceOnNode(const NodeState& node, const TaskShape& shape, int max_tasks,
+                  std::vector<TaskAllocation>* out);
+
+  Cluster& cluster_;
+  NodeIndex& index_;
+  std::unique_ptr<Scorer> scorer_;
+  std::vector<std::unique_ptr<NodeFilter>> filters_;
+};
+
+}  // namespace tessera

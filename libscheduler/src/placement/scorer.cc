@@ -1,0 +1,36 @@
+#include "placement/scorer.h"
+
+namespace tessera {
+namespace {
+
+// Free capacity in the dimension the index orders this shape by, on a scale where larger
+// means emptier.
+int64_t FreeInKeyDimension(const NodeState& node, const TaskShape& shape) {
+  if (!shape.needs_gpu()) return node.cpu_free();
+  if (shape.whole_gpus()) return node.whole_free_gpus();
+  return node.max_free_milli();
+}
+
+}  // namespace
+
+int64_t BinpackScorer::Score(const NodeState& node, const TaskShape& shape,
+                             const TaskAllocation&) const {
+  return -FreeInKeyDimension(node, shape);
+}
+
+int64_t SpreadScorer::Score(const NodeState& node, const TaskShape& shape,
+                            const TaskAllocation&) const {
+  return FreeInKeyDimension(node, shape);
+}
+
+std::unique_ptr<Scorer> MakeScorer(const PlacementOptions& options) {
+  switch (options.strategy) {
+    case PlacementOptions::Strategy::kSpread:
+      return std::make_unique<SpreadScorer>();
+    case PlacementOptions::Strategy::kBinpack:
+      break;
+  }
+  return std::make_unique<BinpackScorer>();
+}
+
+}  // namespace tessera

@@ -1,0 +1,123 @@
+#include "store/group_commit.h"
+
+#include <chrono>
+#include <vector>
+
+namespace tessera::store {
+
+GroupCommit::GroupCommit(Database& db, int max_batch, uint64_t next_event_seq,
+                         std::function<void(uint64_t)> on_commit)
+    : db_(db),
+      max_batch_(static_cast<size_t>(max_batch > 0 ? max_batch : 1)),
+      next_event_seq_(next_event_seq),
+      on_commit_(std::move(on_commit)),
+      thread_([this] { Run(); }) {}
+
+GroupCommit::~GroupCommit() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void GroupCommit::Enqueue(WriteFn fn, WriteDone done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({std::move(fn), std::move(done)});
+    ++enqueued_;
+  }
+  wake_.notify_one();
+}
+
+void GroupCommit::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = enqueued_;
+  finished_.wait(lock, [&] { return completed_ >= target; });
+}
+
+bool GroupCommit::Idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completed_ == enqueued_;
+}
+
+GroupCommitStats GroupCommit::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void GroupCommit::Run() {
+  while (true) {
+    std::deque<Op> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained.
+      while (!queue_.empty() && batch.size() < max_batch_) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    RunBatch(batch);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      completed_ += batch.size();
+    }
+    finished_.notify_all();
+  }
+}
+
+void GroupCommit::RunBatch(std::deque<Op>& batch) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Status> results(batch.size());
+  const uint64_t seq_at_start = next_event_seq_;
+  WriteTransaction txn(db_, next_event_seq_);
+
+  Status batch_status = db_.Exec("BEGIN IMMEDIATE");
+  for (size_t i = 0; i < batch.size() && batch_status.ok(); ++i) {
+    const uint64_t seq_before = txn.next_event_seq();
+    batch_status = db_.Exec("SAVEPOINT op");
+    if (!batch_status.ok()) break;
+    Status op_status = batch[i].fn(txn);
+    if (!db_.InTransaction()) {
+      // SQLite rolled back the whole transaction (it may on FULL, IOERR, BUSY, NOMEM):
+      // nothing of this batch survives, so every operation in it fails.
+      batch_status = op_status.ok() ? InternalError("store: transaction lost") : op_status;
+      break;
+    }
+    if (op_status.ok()) {
+      batch_status = db_.Exec("RELEASE op");
+    } else {
+      results[i] = op_status;
+      txn.RewindEventSeq(seq_before);
+      batch_status = db_.Exec("ROLLBACK TO op");
+      if (batch_status.ok()) batch_status = db_.Exec("RELEASE op");
+    }
+  }
+  if (batch_status.ok()) batch_status = db_.Exec("COMMIT");
+  if (!batch_status.ok()) {
+    if (db_.InTransaction()) (void)db_.Exec("ROLLBACK");
+    for (Status& r : results) r = batch_status;
+    next_event_seq_ = seq_at_start;
+  } else {
+    next_event_seq_ = txn.next_event_seq();
+  }
+  commit_latency_.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count());
+  int64_t ok = 0;
+  for (const Status& r : results) ok += r.ok() ? 1 : 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (batch_status.ok()) ++stats_.commits;
+    stats_.committed_writes += ok;
+    stats_.failed_writes += static_cast<int64_t>(results.size()) - ok;
+  }
+  if (batch_status.ok() && on_commit_) on_commit_(next_event_seq_);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].done) batch[i].done(results[i]);
+  }
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,83 @@
+#include "store/schema.h"
+
+#include <string>
+#include <vector>
+
+namespace tessera::store {
+namespace {
+
+// Migration i takes the store from version i to i + 1. Append; never edit a released one.
+const std::vector<std::string>& Migrations() {
+  static const std::vector<std::string> migrations = {
+      // 0 -> 1: jobs, queues, nodes, events.
+      R"sql(
+      CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        idempotency_key TEXT,
+        queue TEXT NOT NULL,
+        state INTEGER NOT NULL,
+        priority INTEGER NOT NULL,
+        submit_time_us INTEGER NOT NULL,
+        update_time_us INTEGER NOT NULL,
+        spec BLOB NOT NULL,
+        status BLOB NOT NULL
+      );
+      CREATE UNIQUE INDEX jobs_by_idempotency_key ON jobs(idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      CREATE INDEX jobs_live ON jobs(id) WHERE state NOT IN (6, 7, 8);
+      CREATE INDEX jobs_by_queue ON jobs(queue, id);
+      CREATE TABLE queues (
+        name TEXT PRIMARY KEY,
+        spec BLOB NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE nodes (
+        name TEXT PRIMARY KEY,
+        cordoned INTEGER NOT NULL,
+        draining INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY,
+        time_us INTEGER NOT NULL,
+        job_id INTEGER,
+        payload BLOB NOT NULL
+      );
+      )sql",
+  };
+  return migrations;
+}
+
+StatusOr<int> ReadVersion(Database& db) {
+  StatusOr<std::unique_ptr<Statement>> stmt = db.PrepareUncached("PRAGMA user_version");
+  if (!stmt.ok()) return stmt.status();
+  StatusOr<bool> row = (*stmt)->Step();
+  if (!row.ok()) return row.status();
+  return static_cast<int>((*stmt)->ColumnInt(0));
+}
+
+}  // namespace
+
+Status Migrate(Database& db) {
+  StatusOr<int> version = ReadVersion(db);
+  if (!version.ok()) return version.status();
+  if (*version > kSchemaVersion) {
+    return FailedPreconditionError("store '" + db.path() + "' has schema version " +
+                                   std::to_string(*version) + ", newer than this build's " +
+                                   std::to_string(kSchemaVersion) +
+                                   "; use a newer Tessera or restore a backup");
+  }
+  if (*version == kSchemaVersion) return Status::Ok();
+  TESSERA_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+  for (int v = *version; v < kSchemaVersion; ++v) {
+    Status status = db.Exec(Migrations()[v]);
+    if (!status.ok()) {
+      (void)db.Exec("ROLLBACK");
+      return status.WithContext("migrating store to version " + std::to_string(v + 1));
+    }
+  }
+  Status status = db.Exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+  if (status.ok()) status = db.Exec("COMMIT");
+  if (!status.ok()) (void)db.Exec("ROLLBACK");
+  return status;
+}
+
+}  // namespace tessera::store

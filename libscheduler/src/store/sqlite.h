@@ -1,0 +1,102 @@
+// A thin RAII layer over the SQLite C API: a Database connection with a cache of prepared
+// statements, and Statement for binding, stepping and reading columns. Every SQLite error
+// becomes a Status whose code says what the caller can do about it (see SqliteStatus).
+//
+// Thread safety: a Database and its statements belong to one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "tessera/status.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace tessera::store {
+
+// Maps an SQLite result code to a Status: FULL -> RESOURCE_EXHAUSTED, BUSY/LOCKED/IOERR/
+// CANTOPEN/READONLY -> UNAVAILABLE, CORRUPT/NOTADB -> FAILED_PRECONDITION, others -> INTERNAL.
+Status SqliteStatus(int rc, std::string_view detail, std::string_view context);
+
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Parameter indices start at 1, as in SQLite.
+  void BindInt(int index, int64_t value);
+  void BindText(int index, std::string_view value);
+  void BindBlob(int index, std::string_view value);
+  void BindNull(int index);
+
+  // Advances to the next row: true for a row, false when done.
+  StatusOr<bool> Step();
+  // Steps to completion, ignoring rows.
+  Status Run();
+
+  int64_t ColumnInt(int column) const;
+  std::string_view ColumnText(int column) const;
+  std::string_view ColumnBlob(int column) const;
+  bool ColumnIsNull(int column) const;
+
+  // Ready for reuse: resets and clears bindings.
+  void Reset();
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+// A cached statement borrowed for one use; resets it when it goes out of scope.
+class StatementRef {
+ public:
+  explicit StatementRef(Statement* s) : s_(s) {}
+  ~StatementRef() {
+    if (s_) s_->Reset();
+  }
+  StatementRef(StatementRef&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  StatementRef(const StatementRef&) = delete;
+  Statement* operator->() { return s_; }
+  Statement& operator*() { return *s_; }
+
+ private:
+  Statement* s_;
+};
+
+class Database {
+ public:
+  // Opens or creates `path` read-write.
+  // Errors: UNAVAILABLE when it cannot be opened.
+  static StatusOr<std::unique_ptr<Database>> Open(const std::string& path);
+  ~Database();
+
+  // Runs SQL without parameters (schema, pragmas, transaction control).
+  Status Exec(std::string_view sql);
+  // A prepared statement for `sql`, prepared once per connection and cached.
+  StatusOr<StatementRef> Prepare(const std::string& sql);
+  // A one-off statement for SQL composed at run time (only placeholders vary, never values).
+  StatusOr<std::unique_ptr<Statement>> PrepareUncached(const std::string& sql);
+
+  int64_t LastInsertRowId() const;
+  int Changes() const;
+  bool InTransaction() const;
+  const std::string& path() const { return path_; }
+  sqlite3* raw() { return db_; }
+
+  Status Error(int rc, std::string_view context) const;
+
+ private:
+  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+
+  sqlite3* db_;
+  std::string path_;
+  std::unordered_map<std::string, std::unique_ptr<Statement>> cache_;
+};
+
+}  // namespace tessera::store

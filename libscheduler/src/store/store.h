@@ -1,0 +1,100 @@
+// Store: Tessera's durable state in one SQLite file (WAL mode): jobs (spec and status as
+// protobuf blobs plus indexed columns), queues, operator flags on nodes, and the event log.
+//
+// Writes go through GroupCommit (one writer thread, batched commits, done-callbacks after the
+// commit). Reads use a small pool of separate connections and see committed data only, so they
+// never wait for the writer. Opening takes an exclusive lock file, applies migrations and checks
+// the file; a locked, corrupt or newer store is refused with a Status.
+//
+// Thread safety: every member may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/group_commit.h"
+#include "store/sqlite.h"
+#include "store/store_lock.h"
+#include "tessera/options.h"
+#include "tessera/status.h"
+#include "tessera/v1/event.pb.h"
+#include "tessera/v1/job.pb.h"
+#include "tessera/v1/queue.pb.h"
+
+namespace tessera::store {
+
+struct NodeFlags {
+  std::string name;
+  bool cordoned = false;
+  bool draining = false;
+};
+
+class Store {
+ public:
+  // Errors: see Scheduler::Open.
+  static StatusOr<std::unique_ptr<Store>> Open(const StoreOptions& options);
+  ~Store();  // waits for queued writes, then closes.
+
+  // --- Loading at start-up.
+  Status LoadQueues(std::vector<v1::QueueSpec>* queues);
+  Status LoadNodeFlags(std::vector<NodeFlags>* flags);
+  // Calls `visit` for every job not in a terminal state, in id order.
+  Status LoadLiveJobs(const std::function<void(v1::Job&& job)>& visit);
+
+  // --- Writing.
+  void Write(WriteFn fn, WriteDone done);
+  // Write and wait for the outcome.
+  Status WriteAndWait(WriteFn fn);
+  void Flush() { writer_->Flush(); }
+  bool Idle() const { return writer_->Idle(); }
+
+  // --- Reading committed state.
+  // Errors: NOT_FOUND.
+  StatusOr<v1::Job> GetJob(uint64_t id);
+  // Errors: INVALID_ARGUMENT for a bad page size or token.
+  StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
+  // Events after `after_seq`, waiting up to `wait` for the first.
+  StatusOr<std::vector<v1::Event>> ReadEvents(uint64_t after_seq, int max_events,
+                                              std::chrono::milliseconds wait);
+  uint64_t LastEventSeq() const { return next_event_seq_.load() - 1; }
+
+  // Copies the store to `path` with SQLite's online backup API.
+  Status Backup(const std::string& path);
+
+  GroupCommitStats write_stats() const { return writer_->stats(); }
+  const LatencyHistogram& commit_latency() const { return writer_->commit_latency(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  class ReaderLease;
+
+  Store(std::string path, bool temporary) : path_(std::move(path)), temporary_(temporary) {}
+  Status Configure(Database& db, const StoreOptions& options, bool writer);
+  StatusOr<std::unique_ptr<Database>> OpenReader();
+  StatusOr<ReaderLease> LeaseReader();
+  void ReturnReader(std::unique_ptr<Database> db);
+  void OnCommit(uint64_t next_event_seq);
+
+  std::string path_;
+  bool temporary_;
+  StoreOptions options_;
+  std::unique_ptr<StoreLock> lock_;
+  std::unique_ptr<Database> writer_db_;
+  std::unique_ptr<GroupCommit> writer_;
+
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<Database>> idle_readers_;
+
+  std::atomic<uint64_t> next_event_seq_{1};
+  std::mutex events_mu_;
+  std::condition_variable events_cv_;
+};
+
+}  // namespace tessera::store

@@ -1,0 +1,36 @@
+#include "store/store_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tessera::store {
+
+StatusOr<std::unique_ptr<StoreLock>> StoreLock::Acquire(const std::string& store_path) {
+  const std::string lock_path = store_path + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return UnavailableError("cannot create lock file '" + lock_path + "': " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return UnavailableError("store '" + store_path +
+                              "' is in use by another scheduler process (lock file '" +
+                              lock_path + "')");
+    }
+    return UnavailableError("cannot lock '" + lock_path + "': " + std::strerror(err));
+  }
+  return std::unique_ptr<StoreLock>(new StoreLock(fd));
+}
+
+StoreLock::~StoreLock() {
+  ::flock(fd_, LOCK_UN);
+  ::close(fd_);
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,142 @@
+#include "store/write_transaction.h"
+
+#include "store/schema.h"
+
+namespace tessera::store {
+
+StatusOr<std::optional<uint64_t>> WriteTransaction::FindJobByIdempotencyKey(
+    const std::string& key) {
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
+                           db_.Prepare("SELECT id FROM jobs WHERE idempotency_key = ?"));
+  s->BindText(1, key);
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(static_cast<uint64_t>(s->ColumnInt(0)));
+}
+
+StatusOr<v1::Job> WriteTransaction::ReadJob(uint64_t id) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      db_.Prepare("SELECT idempotency_key, spec, status FROM jobs WHERE id = ?"));
+  s->BindInt(1, static_cast<int64_t>(id));
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return NotFoundError("job " + std::to_string(id) + " does not exist");
+  v1::Job job;
+  job.set_id(id);
+  job.set_idempotency_key(std::string(s->ColumnText(0)));
+  const std::string_view spec = s->ColumnBlob(1);
+  const std::string_view status = s->ColumnBlob(2);
+  if (!job.mutable_spec()->ParseFromArray(spec.data(), static_cast<int>(spec.size())) ||
+      !job.mutable_status()->ParseFromArray(status.data(), static_cast<int>(status.size()))) {
+    return FailedPreconditionError("store: job " + std::to_string(id) + " has a corrupt record");
+  }
+  return job;
+}
+
+StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t priority,
+                                               int64_t now_us) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      db_.Prepare("INSERT INTO jobs (idempotency_key, queue, state, priority, submit_time_us, "
+                  "update_time_us, spec, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+  if (job.idempotency_key().empty()) {
+    s->BindNull(1);
+  } else {
+    s->BindText(1, job.idempotency_key());
+  }
+  s->BindText(2, job.spec().queue());
+  s->BindInt(3, job.status().state());
+  s->BindInt(4, priority);
+  s->BindInt(5, job.status().submit_time_us());
+  s->BindInt(6, now_us);
+  s->BindBlob(7, job.spec().SerializeAsString());
+  s->BindBlob(8, job.status().SerializeAsString());
+  TESSERA_RETURN_IF_ERROR(s->Run());
+  return static_cast<uint64_t>(db_.LastInsertRowId());
+}
+
+Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& status,
+                                         int64_t now_us) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      db_.Prepare("UPDATE jobs SET state = ?, status = ?, update_time_us = ? WHERE id = ?"));
+  s->BindInt(1, status.state());
+  s->BindBlob(2, status.SerializeAsString());
+  s->BindInt(3, now_us);
+  s->BindInt(4, static_cast<int64_t>(id));
+  TESSERA_RETURN_IF_ERROR(s->Run());
+  if (db_.Changes() == 0) return NotFoundError("job " + std::to_string(id) + " does not exist");
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> WriteTransaction::AppendEvent(v1::Event& event) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      db_.Prepare("INSERT INTO events (seq, time_us, job_id, payload) VALUES (?, ?, ?, ?)"));
+  const uint64_t seq = next_event_seq_;
+  event.set_seq(seq);
+  s->BindInt(1, static_cast<int64_t>(seq));
+  s->BindInt(2, event.time_us());
+  if (event.job_id() != 0) {
+    s->BindInt(3, static_cast<int64_t>(event.job_id()));
+  } else {
+    s->BindNull(3);
+  }
+  s->BindBlob(4, event.SerializeAsString());
+  TESSERA_RETURN_IF_ERROR(s->Run());
+  ++next_event_seq_;
+  return seq;
+}
+
+StatusOr<bool> WriteTransaction::QueueExists(const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare("SELECT 1 FROM queues WHERE name = ?"));
+  s->BindText(1, name);
+  return s->Step();
+}
+
+StatusOr<bool> WriteTransaction::QueueHasChildren(const std::string& name) {
+  // Children are named "<name>/..."; '0' is the character after '/'.
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s, db_.Prepare("SELECT 1 FROM queues WHERE name > ? AND name < ? LIMIT 1"));
+  s->BindText(1, name + "/");
+  s->BindText(2, name + "0");
+  return s->Step();
+}
+
+StatusOr<int64_t> WriteTransaction::CountUnfinishedJobs(const std::string& queue) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      db_.Prepare(std::string("SELECT COUNT(*) FROM jobs WHERE queue = ? AND state NOT IN ") +
+                  kTerminalStatesSql));
+  s->BindText(1, queue);
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->ColumnInt(0) : 0;
+}
+
+Status WriteTransaction::PutQueue(const v1::QueueSpec& spec) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s, db_.Prepare("INSERT OR REPLACE INTO queues (name, spec) VALUES (?, ?)"));
+  s->BindText(1, spec.name());
+  s->BindBlob(2, spec.SerializeAsString());
+  return s->Run();
+}
+
+Status WriteTransaction::DeleteQueue(const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare("DELETE FROM queues WHERE name = ?"));
+  s->BindText(1, name);
+  TESSERA_RETURN_IF_ERROR(s->Run());
+  if (db_.Changes() == 0) return NotFoundError("queue '" + name + "' does not exist");
+  return Status::Ok();
+}
+
+Status WriteTransaction::PutNodeFlags(const std::string& name, bool cordoned, bool draining) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      db_.Prepare("INSERT OR REPLACE INTO nodes (name, cordoned, draining) VALUES (?, ?, ?)"));
+  s->BindText(1, name);
+  s->BindInt(2, cordoned ? 1 : 0);
+  s->BindInt(3, draining ? 1 : 0);
+  return s->Run();
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,54 @@
+// WriteTransaction: the only way to change the store. Write operations receive one on the
+// writer thread, inside the batch transaction; every statement is prepared and cached.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "store/sqlite.h"
+#include "tessera/status.h"
+#include "tessera/v1/event.pb.h"
+#include "tessera/v1/job.pb.h"
+#include "tessera/v1/queue.pb.h"
+
+namespace tessera::store {
+
+class WriteTransaction {
+ public:
+  // `next_event_seq` is the sequence number the next event gets.
+  WriteTransaction(Database& db, uint64_t next_event_seq)
+      : db_(db), next_event_seq_(next_event_seq) {}
+
+  // --- Jobs.
+  StatusOr<std::optional<uint64_t>> FindJobByIdempotencyKey(const std::string& key);
+  // Errors: NOT_FOUND.
+  StatusOr<v1::Job> ReadJob(uint64_t id);
+  // Inserts `job` (its id is assigned and returned). `priority` is the resolved class value.
+  StatusOr<uint64_t> InsertJob(const v1::Job& job, int32_t priority, int64_t now_us);
+  // Replaces the status (and state column) of an existing job. Errors: NOT_FOUND.
+  Status UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us);
+
+  // --- Events. Assigns and returns the next sequence number (gap-free: the writer rewinds it
+  // when an operation or a commit fails).
+  StatusOr<uint64_t> AppendEvent(v1::Event& event);
+
+  // --- Queues.
+  StatusOr<bool> QueueExists(const std::string& name);
+  StatusOr<bool> QueueHasChildren(const std::string& name);
+  StatusOr<int64_t> CountUnfinishedJobs(const std::string& queue);
+  Status PutQueue(const v1::QueueSpec& spec);
+  Status DeleteQueue(const std::string& name);
+
+  // --- Node flags set by operators.
+  Status PutNodeFlags(const std::string& name, bool cordoned, bool draining);
+
+  uint64_t next_event_seq() const { return next_event_seq_; }
+  void RewindEventSeq(uint64_t next) { next_event_seq_ = next; }
+
+ private:
+  Database& db_;
+  uint64_t next_event_seq_;
+};
+
+}  // namespace tessera::store
