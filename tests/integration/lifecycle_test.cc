@@ -18,8 +18,8 @@ std::unique_ptr<Scheduler> OpenWithClock(std::shared_ptr<ManualClock> clock) {
 TEST_CASE("a submitted job runs for its simulated duration and succeeds") {
   auto clock = std::make_shared<ManualClock>();
   auto scheduler = OpenWithClock(clock);
-  auto job = scheduler->Submit(
-      JobSpecBuilder("default").Gpus(2).SimulatedDurationMs(10'000).Build());
+  auto job =
+      scheduler->Submit(JobSpecBuilder("default").Gpus(2).SimulatedDurationMs(10'000).Build());
   REQUIRE_MESSAGE(job.ok(), job.status().ToString());
   CHECK(job->status().state() == v1::PENDING);
   scheduler->WaitIdle();

@@ -85,7 +85,7 @@ inline Status InternalError(std::string m) { return {StatusCode::kInternal, std:
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design.
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design.
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design.
     if (status_.ok()) status_ = InternalError("StatusOr constructed from an OK status");
   }
@@ -120,9 +120,9 @@ class [[nodiscard]] StatusOr {
 }  // namespace tessera
 
 // Returns early from the enclosing function when `expr` (a Status) is not OK.
-#define TESSERA_RETURN_IF_ERROR(expr)            \
-  do {                                           \
-    ::tessera::Status tessera_status_ = (expr);  \
+#define TESSERA_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::tessera::Status tessera_status_ = (expr);        \
     if (!tessera_status_.ok()) return tessera_status_; \
   } while (0)
 

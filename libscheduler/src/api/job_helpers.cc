@@ -4,16 +4,26 @@ namespace tessera {
 
 std::string_view JobStateName(v1::JobState state) {
   switch (state) {
-    case v1::PENDING: return "PENDING";
-    case v1::ADMITTED: return "ADMITTED";
-    case v1::STARTING: return "STARTING";
-    case v1::RUNNING: return "RUNNING";
-    case v1::PREEMPTING: return "PREEMPTING";
-    case v1::SUCCEEDED: return "SUCCEEDED";
-    case v1::FAILED: return "FAILED";
-    case v1::CANCELLED: return "CANCELLED";
-    case v1::LOST: return "LOST";
-    default: return "UNSPECIFIED";
+    case v1::PENDING:
+      return "PENDING";
+    case v1::ADMITTED:
+      return "ADMITTED";
+    case v1::STARTING:
+      return "STARTING";
+    case v1::RUNNING:
+      return "RUNNING";
+    case v1::PREEMPTING:
+      return "PREEMPTING";
+    case v1::SUCCEEDED:
+      return "SUCCEEDED";
+    case v1::FAILED:
+      return "FAILED";
+    case v1::CANCELLED:
+      return "CANCELLED";
+    case v1::LOST:
+      return "LOST";
+    default:
+      return "UNSPECIFIED";
   }
 }
 

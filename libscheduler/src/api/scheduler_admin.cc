@@ -86,7 +86,8 @@ Status SchedulerImpl::DeleteQueue(const std::string& name) {
       [name, now](store::WriteTransaction& t) -> Status {
         TESSERA_ASSIGN_OR_RETURN(bool children, t.QueueHasChildren(name));
         if (children) {
-          return FailedPreconditionError("queue '" + name + "' has child queues; delete them first");
+          return FailedPreconditionError("queue '" + name +
+                                         "' has child queues; delete them first");
         }
         TESSERA_ASSIGN_OR_RETURN(int64_t jobs, t.CountUnfinishedJobs(name));
         if (jobs > 0) return FailedPreconditionError("queue '" + name + "' has unfinished jobs");

@@ -119,12 +119,12 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
 
   const std::vector<TaskRef> live_tasks = executor_->LiveTasks();
   const std::set<TaskRef> live(live_tasks.begin(), live_tasks.end());
-  TESSERA_RETURN_IF_ERROR(store_->LoadLiveJobs([&](v1::Job&& job) { engine_->AddJob(job, &live); }));
+  TESSERA_RETURN_IF_ERROR(
+      store_->LoadLiveJobs([&](v1::Job&& job) { engine_->AddJob(job, &live); }));
 
   if (!clock_->IsRealTime()) {
-    clock_listener_ = clock_->AddAdvanceListener([this] {
-      Post([this] { engine_->OnTimeAdvanced(); });
-    });
+    clock_listener_ =
+        clock_->AddAdvanceListener([this] { Post([this] { engine_->OnTimeAdvanced(); }); });
   }
   decision_thread_ = std::thread([this] {
     auto guard = boost::asio::make_work_guard(io_);
@@ -200,12 +200,13 @@ void SchedulerImpl::ArmTimer() {
   if (armed_deadline_ && *armed_deadline_ <= *next) return;
   armed_deadline_ = *next;
   timer_.expires_after(std::chrono::microseconds(*next - now));
-  timer_.async_wait(boost::asio::bind_executor(strand_, [this](const boost::system::error_code& ec) {
-    armed_deadline_.reset();
-    if (ec) return;
-    engine_->OnTimeAdvanced();
-    ArmTimer();
-  }));
+  timer_.async_wait(
+      boost::asio::bind_executor(strand_, [this](const boost::system::error_code& ec) {
+        armed_deadline_.reset();
+        if (ec) return;
+        engine_->OnTimeAdvanced();
+        ArmTimer();
+      }));
 }
 
 void SchedulerImpl::WaitIdle() {

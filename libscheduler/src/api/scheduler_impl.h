@@ -7,11 +7,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <future>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>

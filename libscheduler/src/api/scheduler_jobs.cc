@@ -83,9 +83,9 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
         event.set_to_state(v1::PENDING);
         event.set_queue(queue);
         event.set_attempt(1);
-        event.set_reason(job->status().infeasible() ? "submitted; infeasible: " +
-                                                          job->status().reason()
-                                                    : "submitted");
+        event.set_reason(job->status().infeasible()
+                             ? "submitted; infeasible: " + job->status().reason()
+                             : "submitted");
         TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
         outcome->created = true;
         return Status::Ok();
@@ -103,7 +103,8 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
 
 StatusOr<v1::Job> SchedulerImpl::Submit(const v1::JobSpec& spec, const SubmitOptions& options) {
   auto waiter = std::make_shared<Waiter<StatusOr<v1::Job>>>();
-  SubmitAsync(spec, options, [waiter](StatusOr<v1::Job> result) { waiter->Set(std::move(result)); });
+  SubmitAsync(spec, options,
+              [waiter](StatusOr<v1::Job> result) { waiter->Set(std::move(result)); });
   return waiter->Wait();
 }
 

@@ -45,13 +45,14 @@ Status ValidateLimits(const v1::ResourceLimits& l, const std::string& field) {
 
 Status ValidateTask(const v1::JobSpec& spec) {
   const v1::TaskResources& t = spec.task();
-  if (t.cpu_milli() <= 0) return Invalid("task.cpu_milli", "must be > 0, got " + Num(t.cpu_milli()));
+  if (t.cpu_milli() <= 0)
+    return Invalid("task.cpu_milli", "must be > 0, got " + Num(t.cpu_milli()));
   if (t.memory_mib() <= 0) {
     return Invalid("task.memory_mib", "must be > 0, got " + Num(t.memory_mib()));
   }
   if (t.gpu_count() < 0 || t.gpu_count() > kMaxGpusPerTask) {
-    return Invalid("task.gpu_count", "must be between 0 and " + Num(kMaxGpusPerTask) + ", got " +
-                                         Num(t.gpu_count()));
+    return Invalid("task.gpu_count",
+                   "must be between 0 and " + Num(kMaxGpusPerTask) + ", got " + Num(t.gpu_count()));
   }
   if (t.gpu_milli() < 0 || t.gpu_milli() > 1000) {
     return Invalid("task.gpu_milli", "must be between 0 and 1000, got " + Num(t.gpu_milli()));
@@ -67,8 +68,9 @@ Status ValidateTask(const v1::JobSpec& spec) {
     }
   }
   if (t.gpu_milli() > 0 && t.gpu_milli() < 1000 && t.gpu_count() != 1) {
-    return Invalid("task.gpu_milli", "a fraction of a GPU (1..999) needs task.gpu_count == 1, got " +
-                                         Num(t.gpu_count()));
+    return Invalid(
+        "task.gpu_milli",
+        "a fraction of a GPU (1..999) needs task.gpu_count == 1, got " + Num(t.gpu_count()));
   }
   if (t.gpu_memory_mib() < 0) {
     return Invalid("task.gpu_memory_mib", "must be >= 0, got " + Num(t.gpu_memory_mib()));
@@ -83,8 +85,8 @@ Status ValidateTask(const v1::JobSpec& spec) {
 
 Status ValidateCounts(const v1::JobSpec& spec) {
   if (spec.tasks() < 0 || spec.tasks() > kMaxTasksPerJob) {
-    return Invalid("tasks", "must be between 0 and " + Num(kMaxTasksPerJob) + ", got " +
-                                Num(spec.tasks()));
+    return Invalid("tasks",
+                   "must be between 0 and " + Num(kMaxTasksPerJob) + ", got " + Num(spec.tasks()));
   }
   if (spec.has_elastic()) {
     const v1::ElasticBounds& e = spec.elastic();
@@ -93,9 +95,8 @@ Status ValidateCounts(const v1::JobSpec& spec) {
     }
     if (e.max_tasks() < e.min_tasks() || e.max_tasks() > kMaxTasksPerJob) {
       return Invalid("elastic.max_tasks", "must be between elastic.min_tasks (" +
-                                              Num(e.min_tasks()) + ") and " +
-                                              Num(kMaxTasksPerJob) + ", got " +
-                                              Num(e.max_tasks()));
+                                              Num(e.min_tasks()) + ") and " + Num(kMaxTasksPerJob) +
+                                              ", got " + Num(e.max_tasks()));
     }
     if (spec.tasks() != 0) {
       return Invalid("tasks", "leave unset for an elastic job; elastic.max_tasks sets the count");
@@ -107,8 +108,8 @@ Status ValidateCounts(const v1::JobSpec& spec) {
   }
   const int tasks = spec.tasks() == 0 ? 1 : spec.tasks();
   if (spec.gang_min() < 0 || spec.gang_min() > tasks) {
-    return Invalid("gang_min", "must be between 0 and tasks (" + Num(tasks) + "), got " +
-                                   Num(spec.gang_min()));
+    return Invalid("gang_min",
+                   "must be between 0 and tasks (" + Num(tasks) + "), got " + Num(spec.gang_min()));
   }
   return Status::Ok();
 }
@@ -121,7 +122,8 @@ Status ValidateQueueName(const std::string& name, const std::string& field) {
   size_t start = 0;
   while (true) {
     const size_t slash = name.find('/', start);
-    const std::string segment = name.substr(start, slash == std::string::npos ? slash : slash - start);
+    const std::string segment =
+        name.substr(start, slash == std::string::npos ? slash : slash - start);
     if (!SegmentOk(segment)) {
       return Invalid(field, "'" + name +
                                 "' is not a queue path: use '/'-separated segments of letters, "
@@ -141,7 +143,8 @@ Status ValidateQueueName(const std::string& name, const std::string& field) {
 
 Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.name().size() > 253) {
-    return Invalid("name", "at most 253 bytes, got " + Num(static_cast<int64_t>(spec.name().size())));
+    return Invalid("name",
+                   "at most 253 bytes, got " + Num(static_cast<int64_t>(spec.name().size())));
   }
   TESSERA_RETURN_IF_ERROR(ValidateQueueName(spec.queue(), "queue"));
   if (!spec.has_task()) return Invalid("task", "required (cpu_milli and memory_mib at least)");
@@ -164,8 +167,8 @@ Status ValidateJobSpec(const v1::JobSpec& spec) {
     }
   }
   if (spec.simulation().duration_ms() < 0) {
-    return Invalid("simulation.duration_ms", "must be >= 0, got " +
-                                                 Num(spec.simulation().duration_ms()));
+    return Invalid("simulation.duration_ms",
+                   "must be >= 0, got " + Num(spec.simulation().duration_ms()));
   }
   return Status::Ok();
 }
@@ -182,9 +185,9 @@ Status ValidateQueueSpec(const v1::QueueSpec& spec) {
   const ResourceVector cap = ResourceVector::FromLimits(spec.cap());
   for (int r = 0; r < kNumResources; ++r) {
     if (cap[r] != ResourceVector::kUnlimited && cap[r] < guarantee[r]) {
-      return Invalid(std::string("cap.") + ResourceName(r),
-                     Num(cap[r]) + " is below guarantee." + ResourceName(r) + " (" +
-                         Num(guarantee[r]) + ")");
+      return Invalid(
+          std::string("cap.") + ResourceName(r),
+          Num(cap[r]) + " is below guarantee." + ResourceName(r) + " (" + Num(guarantee[r]) + ")");
     }
   }
   return Status::Ok();

@@ -138,8 +138,8 @@ Status Mapper::Scalar(const YAML::Node& value, const std::string& path,
   return Error(value, path, "unsupported field type");
 }
 
-Status Mapper::Field(const YAML::Node& value, const std::string& path,
-                     google::protobuf::Message* m, const FieldDescriptor* field) {
+Status Mapper::Field(const YAML::Node& value, const std::string& path, google::protobuf::Message* m,
+                     const FieldDescriptor* field) {
   const Reflection* r = m->GetReflection();
   if (value.IsNull()) return Error(value, path, "has no value");
   if (field->is_map()) {
@@ -153,8 +153,8 @@ Status Mapper::Field(const YAML::Node& value, const std::string& path,
       const FieldDescriptor* value_field = entry_type->FindFieldByNumber(2);
       const std::string value_path = path + "[" + key + "]";
       if (value_field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-        TESSERA_RETURN_IF_ERROR(Message(kv.second, value_path,
-                                        entry->GetReflection()->MutableMessage(entry, value_field)));
+        TESSERA_RETURN_IF_ERROR(Message(
+            kv.second, value_path, entry->GetReflection()->MutableMessage(entry, value_field)));
       } else {
         TESSERA_RETURN_IF_ERROR(Scalar(kv.second, value_path, entry, value_field, false));
       }

@@ -11,9 +11,9 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
       clock_(clock),
       host_(host),
       placer_(cluster_, index_, MakeScorer(options.placement)),
-      queues_(std::chrono::duration_cast<std::chrono::microseconds>(
-                  options.fair_share.usage_half_life)
-                  .count()),
+      queues_(
+          std::chrono::duration_cast<std::chrono::microseconds>(options.fair_share.usage_half_life)
+              .count()),
       feasibility_(std::make_shared<FeasibilityChecker>()) {
   paused_ = options.engine.start_paused;
   if (options.fair_share.usage_half_life.count() > 0) ArmUsageRefresh();

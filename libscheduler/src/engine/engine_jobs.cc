@@ -278,8 +278,8 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
   ReleaseTask(*job, *task);
   if (exit_code != 0 && !job->cancel_requested && !job->failing) {
     job->failing = true;
-    job->reason = "task " + std::to_string(ref.task) + " exited with code " +
-                  std::to_string(exit_code);
+    job->reason =
+        "task " + std::to_string(ref.task) + " exited with code " + std::to_string(exit_code);
     StopTasks(*job);
   }
   MaybeFinish(*job);

@@ -31,9 +31,9 @@ struct TaskRef {
 struct LaunchRequest {
   TaskRef ref;
   std::string node;
-  std::vector<int> gpus;        // device indices on the node.
-  int32_t gpu_milli = 0;        // share of each listed GPU.
-  int64_t gpu_memory_mib = 0;   // memory reserved on each listed GPU.
+  std::vector<int> gpus;       // device indices on the node.
+  int32_t gpu_milli = 0;       // share of each listed GPU.
+  int64_t gpu_memory_mib = 0;  // memory reserved on each listed GPU.
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int64_t sim_duration_ms = 0;  // simulation only.

@@ -47,10 +47,10 @@ struct JobRecord {
   std::vector<PlacedTask> tasks;
   ResourceVector allocated;  // sum of the allocations of tasks that have not exited.
 
-  bool in_pending = false;   // in its queue's pending set.
+  bool in_pending = false;  // in its queue's pending set.
   bool infeasible = false;
   bool cancel_requested = false;
-  bool failing = false;      // a task failed; the rest are being stopped.
+  bool failing = false;  // a task failed; the rest are being stopped.
   std::string reason;
 
   int LiveTasks() const {

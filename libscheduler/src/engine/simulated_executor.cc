@@ -34,9 +34,8 @@ StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCl
         gpu->set_index(d);
         gpu->set_model(group.gpu_model());
         gpu->set_memory_mib(group.gpu_memory_mib());
-        gpu->set_nvlink_domain(group.gpus_per_nvlink_domain() > 0
-                                   ? d / group.gpus_per_nvlink_domain()
-                                   : 0);
+        gpu->set_nvlink_domain(
+            group.gpus_per_nvlink_domain() > 0 ? d / group.gpus_per_nvlink_domain() : 0);
         gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
         gpu->set_healthy(true);
       }

@@ -4,8 +4,7 @@
 
 namespace tessera {
 
-void DecayedUsage::Advance(int64_t now_us, const ResourceVector& allocation,
-                           int64_t half_life_us) {
+void DecayedUsage::Advance(int64_t now_us, const ResourceVector& allocation, int64_t half_life_us) {
   if (last_us_ < 0 || half_life_us <= 0) {
     last_us_ = now_us;
     if (half_life_us <= 0) {
@@ -14,8 +13,8 @@ void DecayedUsage::Advance(int64_t now_us, const ResourceVector& allocation,
     return;
   }
   if (now_us <= last_us_) return;
-  const double keep = std::exp2(-static_cast<double>(now_us - last_us_) /
-                                static_cast<double>(half_life_us));
+  const double keep =
+      std::exp2(-static_cast<double>(now_us - last_us_) / static_cast<double>(half_life_us));
   for (int r = 0; r < kNumResources; ++r) {
     const double a = static_cast<double>(allocation[r]);
     equivalent_[r] = a + (equivalent_[r] - a) * keep;

@@ -17,8 +17,7 @@ struct PendingKey {
     return a.job_id < b.job_id;
   }
   friend bool operator==(const PendingKey& a, const PendingKey& b) {
-    return a.priority == b.priority && a.submit_time_us == b.submit_time_us &&
-           a.job_id == b.job_id;
+    return a.priority == b.priority && a.submit_time_us == b.submit_time_us && a.job_id == b.job_id;
   }
 };
 

@@ -42,9 +42,8 @@ void QueueTree::ApplySpec(QueueId q, const v1::QueueSpec& spec) {
   n.cap = ResourceVector::FromLimits(spec.cap());
   ResourceVector borrow = ResourceVector::FromLimits(spec.borrowing_limit());
   for (int r = 0; r < kNumResources; ++r) {
-    n.borrow_ceiling[r] = borrow[r] == ResourceVector::kUnlimited
-                              ? ResourceVector::kUnlimited
-                              : n.guarantee[r] + borrow[r];
+    n.borrow_ceiling[r] = borrow[r] == ResourceVector::kUnlimited ? ResourceVector::kUnlimited
+                                                                  : n.guarantee[r] + borrow[r];
   }
   DrfSorter& siblings = nodes_[n.parent].sorter;
   siblings.UpdateWeight(q, EffectiveWeight(spec));

@@ -21,7 +21,8 @@ Status ValidateNodeSpec(const v1::NodeSpec& spec) {
     }
     if (g.memory_mib() <= 0) return InvalidArgumentError(field + "memory_mib: must be > 0");
     if (g.memory_mib() != spec.gpus(0).memory_mib()) {
-      return InvalidArgumentError(field + "memory_mib: all GPUs of a node must have the same memory");
+      return InvalidArgumentError(field +
+                                  "memory_mib: all GPUs of a node must have the same memory");
     }
   }
   return Status::Ok();

@@ -30,9 +30,9 @@ struct TaskAllocation {
   NodeIndexId node = 0;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  uint32_t gpu_mask = 0;        // bit i = GPU i of the node.
-  int32_t gpu_milli = 0;        // share held on each GPU in the mask.
-  int64_t gpu_memory_mib = 0;   // memory held on each GPU in the mask.
+  uint32_t gpu_mask = 0;       // bit i = GPU i of the node.
+  int32_t gpu_milli = 0;       // share held on each GPU in the mask.
+  int64_t gpu_memory_mib = 0;  // memory held on each GPU in the mask.
 
   int gpu_count() const { return __builtin_popcount(gpu_mask); }
   // In the same units as queue accounting.

@@ -31,9 +31,7 @@ class ResourceVector {
                            int64_t gpu_memory_mib)
       : amounts_{cpu_milli, memory_mib, gpu_milli, gpu_memory_mib} {}
 
-  static ResourceVector Unlimited() {
-    return {kUnlimited, kUnlimited, kUnlimited, kUnlimited};
-  }
+  static ResourceVector Unlimited() { return {kUnlimited, kUnlimited, kUnlimited, kUnlimited}; }
   static ResourceVector FromProto(const v1::Resources& r);
   // Unset fields become kUnlimited.
   static ResourceVector FromLimits(const v1::ResourceLimits& limits);

@@ -58,8 +58,8 @@ FeasibilityChecker::FeasibilityChecker(const Cluster& cluster) {
     }
     const std::string model = n.model() >= 0 ? cluster.models().Name(n.model()) : "";
     const ResourceVector cap = n.Capacity();
-    ++counts[{model, cap.cpu_milli(), cap.memory_mib(), static_cast<int>(n.gpus().size()),
-              largest, gpu_memory}];
+    ++counts[{model, cap.cpu_milli(), cap.memory_mib(), static_cast<int>(n.gpus().size()), largest,
+              gpu_memory}];
   }
   for (const auto& [key, count] : counts) {
     NodeShape s;
@@ -154,15 +154,17 @@ std::string FeasibilityChecker::ExplainNoNode(const FeasibilityQuery& q) const {
   if (q.cpu_milli > cpu) add("cpu_milli", q.cpu_milli, cpu);
   if (q.memory_mib > memory) add("memory_mib", q.memory_mib, memory);
   if (q.gpu_count > 0 && q.gpu_milli >= 1000) {
-    if (q.gpu_count > gpus) add("gpu_count", q.gpu_count, gpus);
-    else if (q.same_nvlink && q.gpu_count > domain) add("gpu_count on one NVLink domain", q.gpu_count, domain);
+    if (q.gpu_count > gpus)
+      add("gpu_count", q.gpu_count, gpus);
+    else if (q.same_nvlink && q.gpu_count > domain)
+      add("gpu_count on one NVLink domain", q.gpu_count, domain);
   }
   if (q.gpu_count > 0 && q.gpu_memory_mib > gpu_memory) {
     add("gpu_memory_mib", q.gpu_memory_mib, gpu_memory);
   }
   if (shortfalls.empty()) {
-    os << ": no single node has all of cpu_milli " << q.cpu_milli << ", memory_mib "
-       << q.memory_mib << " and " << q.gpu_count << " GPU(s) together";
+    os << ": no single node has all of cpu_milli " << q.cpu_milli << ", memory_mib " << q.memory_mib
+       << " and " << q.gpu_count << " GPU(s) together";
   } else {
     os << ": ";
     for (size_t i = 0; i < shortfalls.size(); ++i) os << (i ? "; " : "") << shortfalls[i];

@@ -29,8 +29,8 @@ struct FeasibilityQuery {
   bool same_node = false;
 
   static FeasibilityQuery FromSpec(const v1::JobSpec& spec);
-  static FeasibilityQuery FromShape(const TaskShape& shape, const GpuModels& models,
-                                    int min_tasks, bool same_node);
+  static FeasibilityQuery FromShape(const TaskShape& shape, const GpuModels& models, int min_tasks,
+                                    bool same_node);
 };
 
 class FeasibilityChecker {

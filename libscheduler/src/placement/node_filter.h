@@ -22,9 +22,7 @@ class NodeFilter {
 class SchedulableFilter final : public NodeFilter {
  public:
   std::string_view name() const override { return "schedulable"; }
-  bool Accept(const NodeState& node, const TaskShape&) const override {
-    return node.Schedulable();
-  }
+  bool Accept(const NodeState& node, const TaskShape&) const override { return node.Schedulable(); }
 };
 
 // Enough free cpu and memory for one task.

@@ -44,10 +44,9 @@ class NodeIndex {
   static void Move(Entries* entries, int64_t& current, int64_t wanted, NodeIndexId id);
 
   template <typename Visitor>
-  static void VisitEntries(const Entries& entries, int64_t need, IndexOrder order,
-                           Visitor&& visit);
+  static void VisitEntries(const Entries& entries, int64_t need, IndexOrder order, Visitor&& visit);
 
-  std::vector<Keys> keys_;                 // by node id.
+  std::vector<Keys> keys_;  // by node id.
   std::vector<Entries> whole_by_model_;
   std::vector<Entries> share_by_model_;
   Entries cpu_;
@@ -68,8 +67,7 @@ void NodeIndex::VisitEntries(const Entries& entries, int64_t need, IndexOrder or
 }
 
 template <typename Visitor>
-void NodeIndex::Visit(const TaskShape& shape, int model, IndexOrder order,
-                      Visitor&& visit) const {
+void NodeIndex::Visit(const TaskShape& shape, int model, IndexOrder order, Visitor&& visit) const {
   if (!shape.needs_gpu()) {
     VisitEntries(cpu_, shape.cpu_milli, order, visit);
     return;

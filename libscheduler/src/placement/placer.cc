@@ -118,10 +118,10 @@ PlacementResult Placer::Place(const TaskShape& shape, int min_tasks, int max_tas
   for (const TaskAllocation& a : result.tasks) Release(a);
   result.tasks.clear();
   result.outcome = PlacementResult::Outcome::kRetryLater;
-  result.reason = same_node ? "waiting for one node with room for " + std::to_string(min_tasks) +
-                                  " tasks"
-                            : "waiting for capacity: " + std::to_string(got) + " of " +
-                                  std::to_string(min_tasks) + " tasks fit now";
+  result.reason = same_node
+                      ? "waiting for one node with room for " + std::to_string(min_tasks) + " tasks"
+                      : "waiting for capacity: " + std::to_string(got) + " of " +
+                            std::to_string(min_tasks) + " tasks fit now";
   return result;
 }
 

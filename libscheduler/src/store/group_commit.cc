@@ -103,9 +103,9 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
   } else {
     next_event_seq_ = txn.next_event_seq();
   }
-  commit_latency_.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - start)
-                             .count());
+  commit_latency_.Record(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
   int64_t ok = 0;
   for (const Status& r : results) ok += r.ok() ? 1 : 0;
   {

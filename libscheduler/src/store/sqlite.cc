@@ -83,9 +83,8 @@ void Statement::Reset() {
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status status = SqliteStatus(rc, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
                                  "cannot open store '" + path + "'");

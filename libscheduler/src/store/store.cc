@@ -55,8 +55,8 @@ class Store::ReaderLease {
 
 StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   const bool temporary = options.path.empty();
-  std::unique_ptr<Store> store(new Store(temporary ? TemporaryStorePath() : options.path,
-                                         temporary));
+  std::unique_ptr<Store> store(
+      new Store(temporary ? TemporaryStorePath() : options.path, temporary));
   store->options_ = options;
   if (temporary) store->options_.durable = false;
 
@@ -72,9 +72,9 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     store->next_event_seq_ = (row ? static_cast<uint64_t>(s->ColumnInt(0)) : 0) + 1;
   }
   Store* raw = store.get();
-  store->writer_ = std::make_unique<GroupCommit>(
-      *store->writer_db_, store->options_.max_batch, store->next_event_seq_.load(),
-      [raw](uint64_t next) { raw->OnCommit(next); });
+  store->writer_ = std::make_unique<GroupCommit>(*store->writer_db_, store->options_.max_batch,
+                                                 store->next_event_seq_.load(),
+                                                 [raw](uint64_t next) { raw->OnCommit(next); });
   return store;
 }
 
@@ -92,8 +92,7 @@ Store::~Store() {
 }
 
 Status Store::Configure(Database& db, const StoreOptions& options, bool writer) {
-  Status status = db.Exec("PRAGMA busy_timeout = " +
-                          std::to_string(options.busy_timeout.count()));
+  Status status = db.Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout.count()));
   // Touch the schema so that a file that is not a database fails here, with a clear status.
   if (status.ok()) status = db.Exec("SELECT count(*) FROM sqlite_master");
   if (!status.ok()) return status.WithContext("opening store '" + path_ + "'");
@@ -236,9 +235,8 @@ StatusOr<v1::ListJobsResponse> Store::ListJobs(const v1::ListJobsRequest& reques
   constexpr int kMaxPageSize = 1000;
   constexpr int kMaxRowsScanned = 20000;  // bounds the work when a label filter matches rarely.
   if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
-    return InvalidArgumentError("page_size: must be between 0 and " +
-                                std::to_string(kMaxPageSize) + ", got " +
-                                std::to_string(request.page_size()));
+    return InvalidArgumentError("page_size: must be between 0 and " + std::to_string(kMaxPageSize) +
+                                ", got " + std::to_string(request.page_size()));
   }
   const int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
   uint64_t after = 0;
@@ -343,8 +341,8 @@ Status Store::Backup(const std::string& path) {
 
   TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
   sqlite3* dest = nullptr;
-  int rc = sqlite3_open_v2(partial.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(partial.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
     Status status = SqliteStatus(rc, sqlite3_errstr(rc), "backup to '" + path + "'");
     sqlite3_close(dest);
@@ -352,8 +350,8 @@ Status Store::Backup(const std::string& path) {
   }
   sqlite3_backup* backup = sqlite3_backup_init(dest, "main", reader.db().raw(), "main");
   if (!backup) {
-    Status status = SqliteStatus(sqlite3_errcode(dest), sqlite3_errmsg(dest),
-                                 "backup to '" + path + "'");
+    Status status =
+        SqliteStatus(sqlite3_errcode(dest), sqlite3_errmsg(dest), "backup to '" + path + "'");
     sqlite3_close(dest);
     return status;
   }
@@ -365,8 +363,9 @@ Status Store::Backup(const std::string& path) {
     }
   } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
   sqlite3_backup_finish(backup);
-  Status status = rc == SQLITE_DONE ? Status::Ok()
-                                    : SqliteStatus(rc, sqlite3_errstr(rc), "backup to '" + path + "'");
+  Status status = rc == SQLITE_DONE
+                      ? Status::Ok()
+                      : SqliteStatus(rc, sqlite3_errstr(rc), "backup to '" + path + "'");
   if (sqlite3_close(dest) != SQLITE_OK && status.ok()) {
     status = UnavailableError("backup to '" + path + "': closing the copy failed");
   }

@@ -20,8 +20,8 @@ StatusOr<std::unique_ptr<StoreLock>> StoreLock::Acquire(const std::string& store
     ::close(fd);
     if (err == EWOULDBLOCK) {
       return UnavailableError("store '" + store_path +
-                              "' is in use by another scheduler process (lock file '" +
-                              lock_path + "')");
+                              "' is in use by another scheduler process (lock file '" + lock_path +
+                              "')");
     }
     return UnavailableError("cannot lock '" + lock_path + "': " + std::strerror(err));
   }

@@ -16,8 +16,7 @@ StatusOr<std::optional<uint64_t>> WriteTransaction::FindJobByIdempotencyKey(
 
 StatusOr<v1::Job> WriteTransaction::ReadJob(uint64_t id) {
   TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s,
-      db_.Prepare("SELECT idempotency_key, spec, status FROM jobs WHERE id = ?"));
+      StatementRef s, db_.Prepare("SELECT idempotency_key, spec, status FROM jobs WHERE id = ?"));
   s->BindInt(1, static_cast<int64_t>(id));
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return NotFoundError("job " + std::to_string(id) + " does not exist");
@@ -55,8 +54,7 @@ StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t prior
   return static_cast<uint64_t>(db_.LastInsertRowId());
 }
 
-Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& status,
-                                         int64_t now_us) {
+Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us) {
   TESSERA_ASSIGN_OR_RETURN(
       StatementRef s,
       db_.Prepare("UPDATE jobs SET state = ?, status = ?, update_time_us = ? WHERE id = ?"));
@@ -96,8 +94,8 @@ StatusOr<bool> WriteTransaction::QueueExists(const std::string& name) {
 
 StatusOr<bool> WriteTransaction::QueueHasChildren(const std::string& name) {
   // Children are named "<name>/..."; '0' is the character after '/'.
-  TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s, db_.Prepare("SELECT 1 FROM queues WHERE name > ? AND name < ? LIMIT 1"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
+                           db_.Prepare("SELECT 1 FROM queues WHERE name > ? AND name < ? LIMIT 1"));
   s->BindText(1, name + "/");
   s->BindText(2, name + "0");
   return s->Step();
@@ -114,8 +112,8 @@ StatusOr<int64_t> WriteTransaction::CountUnfinishedJobs(const std::string& queue
 }
 
 Status WriteTransaction::PutQueue(const v1::QueueSpec& spec) {
-  TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s, db_.Prepare("INSERT OR REPLACE INTO queues (name, spec) VALUES (?, ?)"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
+                           db_.Prepare("INSERT OR REPLACE INTO queues (name, spec) VALUES (?, ?)"));
   s->BindText(1, spec.name());
   s->BindBlob(2, spec.SerializeAsString());
   return s->Run();
