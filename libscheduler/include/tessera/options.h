@@ -42,8 +42,9 @@ struct StoreOptions {
 
 struct FairShareOptions {
   // Half-life of the usage that orders queues. Zero orders queues by what they hold now (pure
-  // DRF). A positive half-life orders them by decayed past usage too ("fair share with
-  // memory"), so a queue that ran a lot recently yields to one that did not.
+  // DRF). A positive half-life adds their decayed past usage ("fair share with memory"), so a
+  // queue that ran a lot recently yields to one that did not; the reported dominant share is
+  // then that of holdings plus recent usage and may exceed 1.
   std::chrono::seconds usage_half_life{0};
 
   // How often decayed usage is folded into the queue order when usage_half_life > 0. Shorter is

@@ -211,8 +211,11 @@ void SchedulerImpl::ArmTimer() {
 
 void SchedulerImpl::WaitIdle() {
   // Quiet means: no strand task queued, no store write outstanding, and no decision possible.
-  // Each part can create work for another, so check until all are quiet at once.
+  // Each part can create work for another, so check until all are quiet at once: a round is
+  // quiet only if no write was enqueued while it ran (a write's follow-up could otherwise be
+  // posted after the strand was checked).
   while (true) {
+    const uint64_t writes_before = store_->WritesEnqueued();
     store_->Flush();
     const bool engine_busy = Call<bool>([this] {
       const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
@@ -220,7 +223,7 @@ void SchedulerImpl::WaitIdle() {
       return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
              (next && *next <= clock_->NowUs());
     });
-    if (!engine_busy && store_->Idle()) return;
+    if (!engine_busy && store_->WritesEnqueued() == writes_before && store_->Idle()) return;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }

@@ -42,6 +42,11 @@ bool GroupCommit::Idle() const {
   return completed_ == enqueued_;
 }
 
+uint64_t GroupCommit::enqueued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return enqueued_;
+}
+
 GroupCommitStats GroupCommit::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

@@ -42,6 +42,8 @@ class GroupCommit {
   void Flush();
   // True when nothing is queued or running.
   bool Idle() const;
+  // Operations enqueued since construction.
+  uint64_t enqueued() const;
 
   GroupCommitStats stats() const;
   const LatencyHistogram& commit_latency() const { return commit_latency_; }

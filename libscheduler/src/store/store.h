@@ -54,6 +54,7 @@ class Store {
   Status WriteAndWait(WriteFn fn);
   void Flush() { writer_->Flush(); }
   bool Idle() const { return writer_->Idle(); }
+  uint64_t WritesEnqueued() const { return writer_->enqueued(); }
 
   // --- Reading committed state.
   // Errors: NOT_FOUND.
