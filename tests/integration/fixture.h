@@ -4,11 +4,15 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "tessera/job.h"
 #include "tessera/scheduler.h"

@@ -1,39 +1,176 @@
-// A job's life through the public API, in virtual time.
-#include <doctest/doctest.h>
-
-#include "tessera/job.h"
-#include "tessera/scheduler.h"
+// A job's life through the public API, in virtual time: run, succeed, fail, cancel, and the
+// events that record each step.
+#include "integration/fixture.h"
 
 namespace tessera {
 namespace {
 
-std::unique_ptr<Scheduler> OpenWithClock(std::shared_ptr<ManualClock> clock) {
-  Options options;
-  options.clock = clock;
-  auto scheduler = Scheduler::Open(options);
-  REQUIRE_MESSAGE(scheduler.ok(), scheduler.status().ToString());
-  return std::move(*scheduler);
+using namespace testing;
+
+TEST_CASE("lifecycle: a submitted job runs for its simulated duration and succeeds") {
+  auto t = OpenCluster(OneNode(8));
+  const v1::Job job = MustSubmit(
+      t.scheduler.get(), JobSpecBuilder("default").Gpus(2).SimulatedDurationMs(10'000).Build());
+  CHECK(job.status().state() == v1::PENDING);
+  CHECK(job.status().attempt() == 1);
+  CHECK(job.status().priority() == 100);  // the default class, "normal".
+  t->WaitIdle();
+  const v1::Job running = MustGet(t.scheduler.get(), job.id());
+  CHECK(running.status().state() == v1::RUNNING);
+  REQUIRE(running.status().placements_size() == 1);
+  CHECK(running.status().placements(0).gpus_size() == 2);
+  CHECK(running.status().placements(0).node() == "node-0");
+  CHECK(running.status().start_time_us() == t.clock->NowUs());
+
+  t.clock->AdvanceUs(9'999'000);
+  t->WaitIdle();
+  CHECK(MustGet(t.scheduler.get(), job.id()).status().state() == v1::RUNNING);
+  t.clock->AdvanceUs(1000);
+  t->WaitIdle();
+  const v1::Job done = MustGet(t.scheduler.get(), job.id());
+  CHECK(done.status().state() == v1::SUCCEEDED);
+  CHECK(done.status().end_time_us() == t.clock->NowUs());
+  CHECK(t->GetQueue("default")->status().allocated().gpu_milli() == 0);
+
+  // The event log tells the whole story, in order.
+  auto events = t->WatchEvents(0, 100, std::chrono::milliseconds(0));
+  REQUIRE(events.ok());
+  std::vector<v1::JobState> states;
+  for (const v1::Event& e : *events) {
+    if (e.job_id() == job.id()) states.push_back(e.to_state());
+  }
+  CHECK(states == std::vector<v1::JobState>{v1::PENDING, v1::ADMITTED, v1::STARTING, v1::RUNNING,
+                                            v1::SUCCEEDED});
+  for (size_t i = 1; i < events->size(); ++i)
+    CHECK((*events)[i].seq() == (*events)[i - 1].seq() + 1);
 }
 
-TEST_CASE("a submitted job runs for its simulated duration and succeeds") {
-  auto clock = std::make_shared<ManualClock>();
-  auto scheduler = OpenWithClock(clock);
-  auto job =
-      scheduler->Submit(JobSpecBuilder("default").Gpus(2).SimulatedDurationMs(10'000).Build());
-  REQUIRE_MESSAGE(job.ok(), job.status().ToString());
-  CHECK(job->status().state() == v1::PENDING);
-  scheduler->WaitIdle();
-  auto running = scheduler->GetJob(job->id());
-  REQUIRE(running.ok());
-  CHECK(running->status().state() == v1::RUNNING);
-  REQUIRE(running->status().placements_size() == 1);
-  CHECK(running->status().placements(0).gpus_size() == 2);
+TEST_CASE("lifecycle: a task that exits non-zero fails the job and stops its other tasks") {
+  auto t = OpenCluster(OneNode(8));
+  v1::JobSpec spec =
+      JobSpecBuilder("default").Tasks(3).Gpus(1).SimulatedDurationMs(5000, 3).Build();
+  const v1::Job job = MustSubmit(t.scheduler.get(), spec);
+  t->WaitIdle();
+  t.clock->AdvanceUs(5'000'000);
+  t->WaitIdle();
+  const v1::Job failed = MustGet(t.scheduler.get(), job.id());
+  CHECK(failed.status().state() == v1::FAILED);
+  CHECK(failed.status().reason().find("exited with code 3") != std::string::npos);
+  CHECK(t->GetQueue("default")->status().allocated().gpu_milli() == 0);
+}
 
-  clock->AdvanceUs(10'000'000);
-  scheduler->WaitIdle();
-  auto done = scheduler->GetJob(job->id());
-  REQUIRE(done.ok());
-  CHECK(done->status().state() == v1::SUCCEEDED);
+TEST_CASE("lifecycle: cancelling a pending job, a running job, a finished one, an unknown one") {
+  auto t = OpenCluster(OneNode(1));
+  Scheduler* s = t.scheduler.get();
+  const v1::Job running = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build());
+  const v1::Job waiting = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build());
+  t->WaitIdle();
+  REQUIRE(MustGet(s, running.id()).status().state() == v1::RUNNING);
+
+  auto cancelled = s->Cancel(waiting.id());
+  REQUIRE_MESSAGE(cancelled.ok(), cancelled.status().ToString());
+  CHECK(cancelled->status().state() == v1::CANCELLED);
+
+  auto stopping = s->Cancel(running.id());
+  REQUIRE_MESSAGE(stopping.ok(), stopping.status().ToString());
+  CHECK(stopping->status().cancel_requested());
+  t->WaitIdle();
+  CHECK(MustGet(s, running.id()).status().state() == v1::CANCELLED);
+  CHECK(t->GetQueue("default")->status().allocated().gpu_milli() == 0);
+
+  auto again = s->Cancel(running.id());
+  CHECK(again.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(again.status().message().find("CANCELLED") != std::string::npos);
+  CHECK(s->Cancel(987654).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("lifecycle: a gang starts all its tasks at once or waits with nothing held") {
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  const v1::Job blocker = MustSubmit(s, JobSpecBuilder("default").Gpus(4).Build());
+  const v1::Job gang = MustSubmit(s, JobSpecBuilder("default").Tasks(3).Gpus(2).Build());
+  t->WaitIdle();
+  // 4 GPUs free, the gang needs 6: it waits and holds nothing.
+  CHECK(MustGet(s, gang.id()).status().state() == v1::PENDING);
+  CHECK(t->GetQueue("default")->status().allocated().gpu_milli() == 4000);
+  REQUIRE(s->Cancel(blocker.id()).ok());
+  t->WaitIdle();
+  const v1::Job started = MustGet(s, gang.id());
+  CHECK(started.status().state() == v1::RUNNING);
+  CHECK(started.status().placements_size() == 3);
+}
+
+TEST_CASE("lifecycle: an elastic job starts with what fits, at least its minimum") {
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  MustSubmit(s, JobSpecBuilder("default").Gpus(3).Build());
+  const v1::Job elastic = MustSubmit(s, JobSpecBuilder("default").Elastic(2, 8).Gpus(1).Build());
+  t->WaitIdle();
+  const v1::Job got = MustGet(s, elastic.id());
+  CHECK(got.status().state() == v1::RUNNING);
+  CHECK(got.status().placements_size() == 5);
+}
+
+TEST_CASE("lifecycle: a job no node could run is accepted as infeasible, with the reason") {
+  auto t = OpenCluster(OneNode(8));
+  const v1::Job job = MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(16).Build());
+  CHECK(job.status().infeasible());
+  CHECK(job.status().reason().find("gpu_count 16 > largest node's 8") != std::string::npos);
+  t->WaitIdle();
+  CHECK(MustGet(t.scheduler.get(), job.id()).status().state() == v1::PENDING);
+  // It does not block the queue for others.
+  const v1::Job small = MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(1).Build());
+  t->WaitIdle();
+  CHECK(MustGet(t.scheduler.get(), small.id()).status().state() == v1::RUNNING);
+  auto model = t->Submit(JobSpecBuilder("default").Gpus(1).GpuModel("H200-141GB").Build());
+  REQUIRE(model.ok());
+  CHECK(model->status().reason().find("no node has GPUs of model H200-141GB") != std::string::npos);
+  // It can still be cancelled.
+  auto cancelled = t->Cancel(job.id());
+  REQUIRE(cancelled.ok());
+  CHECK(cancelled->status().state() == v1::CANCELLED);
+}
+
+TEST_CASE("lifecycle: a retried submit with the same idempotency key returns the same job") {
+  auto t = OpenCluster(OneNode(8));
+  const v1::JobSpec spec = JobSpecBuilder("default").Name("train").Gpus(1).Build();
+  SubmitOptions options;
+  options.idempotency_key = "req-42";
+  auto first = t->Submit(spec, options);
+  auto retry = t->Submit(spec, options);
+  REQUIRE(first.ok());
+  REQUIRE(retry.ok());
+  CHECK(first->id() == retry->id());
+  CHECK(CountStates(t.scheduler.get()).size() == 1);
+  v1::JobSpec different = spec;
+  different.set_name("other");
+  auto conflict = t->Submit(different, options);
+  CHECK(conflict.status().code() == StatusCode::kAlreadyExists);
+  CHECK(conflict.status().message().find("idempotency_key") != std::string::npos);
+}
+
+TEST_CASE("lifecycle: many concurrent asynchronous submits are all acknowledged, in order") {
+  auto t = OpenCluster(OneNode(8));
+  t->PauseDecisions();
+  std::mutex mu;
+  std::vector<uint64_t> ids;
+  constexpr int kJobs = 500;
+  std::atomic<int> done{0};
+  for (int i = 0; i < kJobs; ++i) {
+    t->SubmitAsync(JobSpecBuilder("default").Gpus(1).Build(), {}, [&](StatusOr<v1::Job> job) {
+      REQUIRE(job.ok());
+      std::lock_guard<std::mutex> lock(mu);
+      ids.push_back(job->id());
+      ++done;
+    });
+  }
+  while (done.load() < kJobs) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<uint64_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted.front() == 1);
+  CHECK(sorted.back() == kJobs);
+  CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+  CHECK(t->GetStats().commits() < kJobs);  // submits shared commits.
 }
 
 }  // namespace

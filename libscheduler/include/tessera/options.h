@@ -30,7 +30,7 @@ struct StoreOptions {
 
   // Most writes that share one commit. Larger batches amortise the fsync over more writes; each
   // write still waits only for the commit it is part of.
-  int max_batch = 4096;
+  int max_batch = 1024;
 
   // Upper bound on the store's size in MiB; 0 means only the disk limits it. Writes beyond it
   // fail with RESOURCE_EXHAUSTED and change nothing, as a full disk would.

@@ -35,7 +35,6 @@ JobSpecBuilder::JobSpecBuilder(std::string queue) {
   spec_.set_queue(std::move(queue));
   spec_.mutable_task()->set_cpu_milli(1000);
   spec_.mutable_task()->set_memory_mib(1024);
-  spec_.set_tasks(1);
 }
 
 JobSpecBuilder& JobSpecBuilder::Name(std::string name) {
@@ -55,6 +54,7 @@ JobSpecBuilder& JobSpecBuilder::GangMin(int tasks) {
   return *this;
 }
 JobSpecBuilder& JobSpecBuilder::Elastic(int min_tasks, int max_tasks) {
+  spec_.clear_tasks();  // an elastic job's count comes from its bounds.
   spec_.mutable_elastic()->set_min_tasks(min_tasks);
   spec_.mutable_elastic()->set_max_tasks(max_tasks);
   return *this;

@@ -82,9 +82,7 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
   engine_->SetExecutor(executor_.get());
 
   // The decision thread is not running yet, so the engine is used directly here.
-  for (const v1::NodeSpec& node : executor_->Inventory()) {
-    TESSERA_RETURN_IF_ERROR(engine_->AddNode(node));
-  }
+  TESSERA_RETURN_IF_ERROR(engine_->AddNodes(executor_->Inventory()));
   std::vector<store::NodeFlags> flags;
   TESSERA_RETURN_IF_ERROR(store_->LoadNodeFlags(&flags));
   for (const store::NodeFlags& f : flags) {

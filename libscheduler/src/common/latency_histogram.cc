@@ -25,6 +25,7 @@ void LatencyHistogram::Record(int64_t nanoseconds) {
   ++buckets_[b];
   ++count_;
   max_ns_ = std::max(max_ns_, nanoseconds);
+  total_ns_ += nanoseconds;
 }
 
 int64_t LatencyHistogram::count() const {
@@ -57,6 +58,7 @@ v1::LatencySummary LatencyHistogram::Summary() const {
   s.set_p50_us(PercentileUsLocked(0.50));
   s.set_p99_us(PercentileUsLocked(0.99));
   s.set_max_us(static_cast<double>(max_ns_) / 1000.0);
+  s.set_total_us(static_cast<double>(total_ns_) / 1000.0);
   return s;
 }
 

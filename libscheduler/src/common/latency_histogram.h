@@ -30,6 +30,7 @@ class LatencyHistogram {
   std::array<int64_t, kBuckets> buckets_{};
   int64_t count_ = 0;
   int64_t max_ns_ = 0;
+  int64_t total_ns_ = 0;
 };
 
 }  // namespace tessera

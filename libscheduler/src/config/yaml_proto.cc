@@ -141,7 +141,6 @@ Status Mapper::Scalar(const YAML::Node& value, const std::string& path,
 Status Mapper::Field(const YAML::Node& value, const std::string& path, google::protobuf::Message* m,
                      const FieldDescriptor* field) {
   const Reflection* r = m->GetReflection();
-  if (value.IsNull()) return Error(value, path, "has no value");
   if (field->is_map()) {
     if (!value.IsMap()) return Error(value, path, "expected a mapping of keys to values");
     const Descriptor* entry_type = field->message_type();
@@ -194,6 +193,8 @@ Status Mapper::Message(const YAML::Node& node, const std::string& path,
       for (int i = 0; i < d->field_count(); ++i) known += (i ? ", " : "") + d->field(i)->name();
       return Error(kv.first, field_path, "unknown field (known fields: " + known + ")");
     }
+    // A null value has no position of its own; point at its key.
+    if (kv.second.IsNull()) return Error(kv.first, field_path, "has no value");
     TESSERA_RETURN_IF_ERROR(Field(kv.second, field_path, m, field));
   }
   return Status::Ok();

@@ -35,11 +35,21 @@ Engine::~Engine() = default;
 
 // --- Inventory -----------------------------------------------------------------------------
 
-Status Engine::AddNode(const v1::NodeSpec& spec) {
-  TESSERA_ASSIGN_OR_RETURN(NodeIndexId id, cluster_.AddNode(spec));
-  placer_.Refresh(id);
+Status Engine::AddNode(const v1::NodeSpec& spec) { return AddNodes({spec}); }
+
+Status Engine::AddNodes(const std::vector<v1::NodeSpec>& specs) {
+  Status status;
+  for (const v1::NodeSpec& spec : specs) {
+    StatusOr<NodeIndexId> id = cluster_.AddNode(spec);
+    if (!id.ok()) {
+      status = id.status();
+      break;
+    }
+    placer_.Refresh(*id);
+  }
+  // Even after an error, the nodes added so far are real: account for them.
   InventoryUpdated();
-  return Status::Ok();
+  return status;
 }
 
 Status Engine::SetNodeFlags(const std::string& name, bool cordoned, bool draining) {

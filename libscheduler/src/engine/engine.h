@@ -72,6 +72,8 @@ class Engine final : public ExecutorEvents {
 
   // --- Inventory. Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND.
   Status AddNode(const v1::NodeSpec& spec);
+  // Adds many nodes and refreshes capacity and feasibility once (start-up, scale-out).
+  Status AddNodes(const std::vector<v1::NodeSpec>& specs);
   Status SetNodeFlags(const std::string& name, bool cordoned, bool draining);
   std::vector<v1::Node> Nodes() const;
   bool HasNode(const std::string& name) const;

@@ -1,0 +1,227 @@
+// Every documented error of the public API, provoked: the code is right and the message names
+// the field or the object at fault.
+#include <fstream>
+
+#include "integration/fixture.h"
+
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+struct BadSpec {
+  const char* what;
+  std::function<void(v1::JobSpec&)> mutate;
+  const char* field;  // the message must start with it.
+};
+
+TEST_CASE("errors: invalid job specs are refused, naming the field") {
+  auto t = OpenCluster(OneNode(8));
+  const std::vector<BadSpec> cases = {
+      {"no queue", [](v1::JobSpec& s) { s.clear_queue(); }, "queue: required"},
+      {"bad queue path", [](v1::JobSpec& s) { s.set_queue("a//b"); }, "queue: 'a//b'"},
+      {"no task", [](v1::JobSpec& s) { s.clear_task(); }, "task: required"},
+      {"zero cpu", [](v1::JobSpec& s) { s.mutable_task()->set_cpu_milli(0); }, "task.cpu_milli"},
+      {"negative memory", [](v1::JobSpec& s) { s.mutable_task()->set_memory_mib(-5); },
+       "task.memory_mib"},
+      {"too many gpus", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(33); },
+       "task.gpu_count"},
+      {"gpu_milli over 1000", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(1);
+                                                   s.mutable_task()->set_gpu_milli(1500); },
+       "task.gpu_milli"},
+      {"fraction of two GPUs", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(2);
+                                                    s.mutable_task()->set_gpu_milli(500); },
+       "task.gpu_milli: a fraction"},
+      {"share without GPUs", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_milli(500); },
+       "task.gpu_milli: set, but task.gpu_count is 0"},
+      {"GPU memory without GPUs", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_memory_mib(10); },
+       "task.gpu_memory_mib"},
+      {"models without GPUs", [](v1::JobSpec& s) { s.mutable_task()->add_gpu_models("A100"); },
+       "task.gpu_models"},
+      {"empty model name", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(1);
+                                                s.mutable_task()->add_gpu_models(""); },
+       "task.gpu_models[0]"},
+      {"NVLink wish without GPUs",
+       [](v1::JobSpec& s) { s.mutable_topology()->set_task_gpus_same_nvlink(true); },
+       "topology.task_gpus_same_nvlink"},
+      {"negative tasks", [](v1::JobSpec& s) { s.set_tasks(-1); }, "tasks: must be between"},
+      {"gang larger than tasks", [](v1::JobSpec& s) { s.set_tasks(2); s.set_gang_min(3); },
+       "gang_min"},
+      {"elastic min 0", [](v1::JobSpec& s) { s.mutable_elastic()->set_max_tasks(2); },
+       "elastic.min_tasks"},
+      {"elastic max < min", [](v1::JobSpec& s) { s.mutable_elastic()->set_min_tasks(3);
+                                                 s.mutable_elastic()->set_max_tasks(2); },
+       "elastic.max_tasks"},
+      {"elastic with tasks", [](v1::JobSpec& s) { s.set_tasks(2);
+                                                  s.mutable_elastic()->set_min_tasks(1);
+                                                  s.mutable_elastic()->set_max_tasks(2); },
+       "tasks: leave unset"},
+      {"negative time limit", [](v1::JobSpec& s) { s.set_time_limit_s(-1); }, "time_limit_s"},
+      {"grace too long", [](v1::JobSpec& s) { s.set_checkpoint_grace_s(999999999); },
+       "checkpoint_grace_s"},
+      {"long name", [](v1::JobSpec& s) { s.set_name(std::string(300, 'x')); }, "name: at most"},
+      {"empty label key", [](v1::JobSpec& s) { (*s.mutable_labels())[""] = "v"; }, "labels"},
+      {"env key with =", [](v1::JobSpec& s) { (*s.mutable_env())["A=B"] = "v"; }, "env"},
+      {"negative simulated duration",
+       [](v1::JobSpec& s) { s.mutable_simulation()->set_duration_ms(-1); },
+       "simulation.duration_ms"},
+      {"unknown priority class", [](v1::JobSpec& s) { s.set_priority_class("urgent"); },
+       "priority_class: unknown class 'urgent' (known: low, normal, high)"},
+  };
+  for (const BadSpec& c : cases) {
+    CAPTURE(c.what);
+    v1::JobSpec spec = JobSpecBuilder("default").Build();
+    c.mutate(spec);
+    auto job = t->Submit(spec);
+    CHECK(job.status().code() == StatusCode::kInvalidArgument);
+    CHECK_MESSAGE(job.status().message().rfind(c.field, 0) == 0, job.status().message());
+  }
+  CHECK(CountStates(t.scheduler.get()).empty());  // nothing was stored.
+}
+
+TEST_CASE("errors: submitting to a missing queue or to a parent queue") {
+  auto t = OpenCluster(OneNode(8));
+  auto missing = t->Submit(JobSpecBuilder("nope").Build());
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message() == "queue: 'nope' does not exist");
+  CreateQueue(t.scheduler.get(), QueueSpec("org"));
+  CreateQueue(t.scheduler.get(), QueueSpec("org/team"));
+  auto parent = t->Submit(JobSpecBuilder("org").Build());
+  CHECK(parent.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(parent.status().message().find("leaf") != std::string::npos);
+}
+
+TEST_CASE("errors: queue administration") {
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  CreateQueue(s, QueueSpec("org"));
+  CHECK(s->CreateQueue(QueueSpec("org")).code() == StatusCode::kAlreadyExists);
+  Status orphan = s->CreateQueue(QueueSpec("ghost/team"));
+  CHECK(orphan.code() == StatusCode::kNotFound);
+  CHECK(orphan.message().find("parent queue 'ghost'") != std::string::npos);
+  CHECK(s->CreateQueue(QueueSpec("Bad Name")).code() == StatusCode::kInvalidArgument);
+  v1::QueueSpec negative = QueueSpec("neg", -1);
+  CHECK(s->CreateQueue(negative).message().rfind("weight:", 0) == 0);
+  v1::QueueSpec capped = QueueSpec("capped");
+  capped.mutable_guarantee()->set_gpu_milli(4000);
+  capped.mutable_cap()->set_gpu_milli(2000);
+  Status below = s->CreateQueue(capped);
+  CHECK(below.code() == StatusCode::kInvalidArgument);
+  CHECK(below.message().rfind("cap.gpu_milli: 2000 is below guarantee.gpu_milli", 0) == 0);
+  v1::QueueSpec limit = QueueSpec("limit");
+  limit.mutable_borrowing_limit()->set_cpu_milli(-1);
+  CHECK(s->CreateQueue(limit).message().rfind("borrowing_limit.cpu_milli", 0) == 0);
+  CHECK(s->UpdateQueue(QueueSpec("nope")).code() == StatusCode::kNotFound);
+  CHECK(s->DeleteQueue("nope").code() == StatusCode::kNotFound);
+  CHECK(s->GetQueue("nope").status().code() == StatusCode::kNotFound);
+
+  // A leaf with jobs can neither get children nor be deleted; an emptied one can.
+  MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build());
+  CHECK(s->CreateQueue(QueueSpec("default/sub")).code() == StatusCode::kFailedPrecondition);
+  CHECK(s->DeleteQueue("default").code() == StatusCode::kFailedPrecondition);
+  CreateQueue(s, QueueSpec("org/team"));
+  CHECK(s->DeleteQueue("org").code() == StatusCode::kFailedPrecondition);
+  CHECK(s->DeleteQueue("org/team").ok());
+  CHECK(s->DeleteQueue("org").ok());
+  auto names = s->ListQueues();
+  REQUIRE(names.ok());
+  CHECK(names->size() == 1);  // only "default".
+}
+
+TEST_CASE("errors: nodes, lists and watches") {
+  auto t = OpenCluster(OneNode(8));
+  CHECK(t->CordonNode("nope", true).code() == StatusCode::kNotFound);
+  CHECK(t->DrainNode("nope").code() == StatusCode::kNotFound);
+  v1::ListJobsRequest big;
+  big.set_page_size(5000);
+  CHECK(t->ListJobs(big).status().message().rfind("page_size", 0) == 0);
+  v1::ListJobsRequest token;
+  token.set_page_token("xyz");
+  CHECK(t->ListJobs(token).status().message().rfind("page_token", 0) == 0);
+  v1::ListJobsRequest queue;
+  queue.set_queue("bad queue");
+  CHECK(t->ListJobs(queue).status().code() == StatusCode::kInvalidArgument);
+  CHECK(t->WatchEvents(0, 0, std::chrono::milliseconds(0)).status().message().rfind("max_events",
+                                                                                     0) == 0);
+  CHECK(t->GetJob(12345).status().code() == StatusCode::kNotFound);
+  CHECK(t->Backup("").code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("errors: bad options are refused at Open, naming the field") {
+  struct BadOptions {
+    std::function<void(Options&)> mutate;
+    const char* field;
+  };
+  const std::vector<BadOptions> cases = {
+      {[](Options& o) { o.store.max_batch = 0; }, "store.max_batch"},
+      {[](Options& o) { o.store.max_size_mib = -1; }, "store.max_size_mib"},
+      {[](Options& o) { o.engine.max_attempts = 0; }, "engine.max_attempts"},
+      {[](Options& o) { o.engine.decision_slice = std::chrono::microseconds(0); },
+       "engine.decision_slice"},
+      {[](Options& o) { o.default_priority_class = "vip"; }, "default_priority_class"},
+      {[](Options& o) { o.priority_classes.push_back({"low", 1, true}); },
+       "priority_classes[3].name: duplicate"},
+      {[](Options& o) { o.default_queue = "a b"; }, "default_queue"},
+      {[](Options& o) {
+         v1::SimulatedCluster c;
+         AddGroup(c, "", 1, 0);
+         o.simulated_cluster = c;
+       },
+       "simulated_cluster: groups[0].name_prefix"},
+      {[](Options& o) {
+         v1::SimulatedCluster c;
+         AddGroup(c, "n", 1, 40);
+         o.simulated_cluster = c;
+       },
+       "simulated_cluster: groups[0]: node 'n-0': gpus: at most 32"},
+  };
+  for (const BadOptions& c : cases) {
+    Options options;
+    c.mutate(options);
+    auto opened = Scheduler::Open(options);
+    CHECK(opened.status().code() == StatusCode::kInvalidArgument);
+    CHECK_MESSAGE(opened.status().message().rfind(c.field, 0) == 0, opened.status().message());
+  }
+}
+
+TEST_CASE("errors: a simulated cluster file with a typo names the file, line and field") {
+  ScratchDir dir;
+  const std::string path = dir.File("cluster.yaml");
+  std::ofstream(path) << "groups:\n  - name_prefix: gpu\n    count: 2\n    gpus: 8\n"
+                         "    gpu_modle: A100\n";
+  Options options;
+  options.simulated_cluster_file = path;
+  auto opened = Scheduler::Open(options);
+  CHECK(opened.status().code() == StatusCode::kInvalidArgument);
+  CHECK(opened.status().message().rfind(path + ":5:5: groups[0].gpu_modle: unknown field", 0) ==
+        0);
+  options.simulated_cluster_file = dir.File("missing.yaml");
+  CHECK(Scheduler::Open(options).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("errors: the store is locked, corrupt, or from a newer version") {
+  ScratchDir dir;
+  Options options;
+  options.store.path = dir.File("state.db");
+  {
+    auto first = Open(options);
+    auto second = Scheduler::Open(options);
+    CHECK(second.status().code() == StatusCode::kUnavailable);
+    CHECK(second.status().message().find("in use by another scheduler") != std::string::npos);
+  }
+  // The lock is released with the first scheduler.
+  CHECK(Scheduler::Open(options).ok());
+
+  const std::string garbage = dir.File("garbage.db");
+  std::ofstream(garbage) << std::string(8192, 'x');
+  options.store.path = garbage;
+  auto corrupt = Scheduler::Open(options);
+  CHECK(corrupt.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(corrupt.status().message().find("corrupt") != std::string::npos);
+
+  options.store.path = dir.File("no-such-dir/state.db");
+  CHECK(Scheduler::Open(options).status().code() == StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace tessera
