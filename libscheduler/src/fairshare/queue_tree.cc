@@ -214,8 +214,7 @@ void QueueTree::Rekey(QueueId q, int64_t /*now_us*/) {
   const QueueNode& n = nodes_[q];
   // With a half-life, what a queue holds now counts at once and its recent past on top, so a
   // burst of decisions cannot hand everything to the queue with the least history.
-  const ResourceVector usage =
-      half_life_us_ > 0 ? n.allocated + n.usage.Equivalent() : n.allocated;
+  const ResourceVector usage = half_life_us_ > 0 ? n.allocated + n.usage.Equivalent() : n.allocated;
   nodes_[n.parent].sorter.UpdateAllocation(q, n.allocated, usage);
 }
 

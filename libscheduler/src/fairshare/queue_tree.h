@@ -3,10 +3,11 @@
 // Each internal queue orders its children with a DrfSorter; the queue to serve next is found by
 // walking from the top, taking the first child at each level (hierarchical weighted DRF, level
 // by level). With a usage half-life, a queue's share is that of what it holds now plus its
-// decayed recent usage, so queues that ran a lot lately yield to those that did not. Leaves hold the pending jobs in PendingKey order. A leaf takes part only while it
-// has pending work and is not blocked: blocked on capacity (its head job does not fit the
-// cluster now) until capacity is freed, or on quota (a cap or borrowing limit on its path would
-// be exceeded) until an allocation on that path shrinks.
+// decayed recent usage, so queues that ran a lot lately yield to those that did not. Leaves hold
+// the pending jobs in PendingKey order. A leaf takes part only while it has pending work and is not
+// blocked: blocked on capacity (its head job does not fit the cluster now) until capacity is freed,
+// or on quota (a cap or borrowing limit on its path would be exceeded) until an allocation on that
+// path shrinks.
 //
 // Cost: choosing a leaf is O(depth); an allocation change is O(depth * log siblings). The tree
 // never looks at nodes or jobs beyond the keys and vectors it is given.

@@ -103,8 +103,9 @@ Violations Check(const Instance& in, const std::vector<int>& tasks) {
   return v;
 }
 
-TEST_CASE("drf properties: Pareto efficiency, sharing incentive and envy-freeness on 3000 random "
-          "instances") {
+TEST_CASE(
+    "drf properties: Pareto efficiency, sharing incentive and envy-freeness on 3000 random "
+    "instances") {
   std::mt19937_64 rng(20260101);
   for (int n = 0; n < 3000; ++n) {
     const Instance in = RandomInstance(rng);
@@ -141,8 +142,8 @@ LieOutcome LieTrials(int instances, Allocate allocate) {
 }
 
 TEST_CASE("drf properties: strategy-proofness: inflating a demand buys at most crumbs, rarely") {
-  const LieOutcome drf = LieTrials(
-      2000, [](const Instance& in) { return ProgressiveFilling(in.capacity, in.users); });
+  const LieOutcome drf =
+      LieTrials(2000, [](const Instance& in) { return ProgressiveFilling(in.capacity, in.users); });
   CHECK(drf.max_gain <= 2);
   CHECK(drf.gains <= 2000 / 100);  // under 1% of the lies pay at all.
 }
@@ -195,7 +196,8 @@ std::vector<int> BiggestDemandFirst(const Instance& in) {
   std::vector<size_t> order(in.users.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto size = [&](size_t i) { return DominantShare(in.users[i].task, in.capacity, 1.0); };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return size(a) > size(b); });
   std::vector<int> tasks(in.users.size(), 0);
   ResourceVector used;
   for (size_t i : order) {

@@ -27,8 +27,7 @@ TEST_CASE("drf: the paper's example gives A three tasks and B two, both at domin
 TEST_CASE("drf: weight 2 for A shifts the paper's example to four tasks for A and one for B") {
   // Continuous weighted DRF wants A's dominant share twice B's; memory binds at a = 4.15,
   // b = 1.38, and the discrete allocation is 4 and 1.
-  const std::vector<int> tasks =
-      ProgressiveFilling(kPaperCluster, {{kTaskA, 2.0}, {kTaskB, 1.0}});
+  const std::vector<int> tasks = ProgressiveFilling(kPaperCluster, {{kTaskA, 2.0}, {kTaskB, 1.0}});
   CHECK(tasks[0] == 4);
   CHECK(tasks[1] == 1);
 }

@@ -21,8 +21,7 @@ v1::QueueSpec Queue(const std::string& name, double weight = 1.0) {
 
 // Fills a cluster of `gpus` GPUs from the listed leaves, each with endless 1-GPU jobs, and
 // returns the GPUs each leaf got.
-std::map<std::string, int> Fill(QueueTree& tree, const std::vector<std::string>& leaves,
-                                int gpus) {
+std::map<std::string, int> Fill(QueueTree& tree, const std::vector<std::string>& leaves, int gpus) {
   uint64_t next_job = 1;
   for (const std::string& leaf : leaves) {
     for (int i = 0; i < gpus + 1; ++i) {
