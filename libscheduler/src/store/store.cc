@@ -334,7 +334,12 @@ StatusOr<std::vector<v1::Event>> Store::ReadEvents(uint64_t after_seq, int max_e
 
 Status Store::Backup(const std::string& path) {
   if (path.empty()) return InvalidArgumentError("path: must not be empty");
-  if (path == path_) return InvalidArgumentError("path: must differ from the store itself");
+  // Also the same file under another name (a symlink, "dir/./store.db"): renaming the copy over
+  // the live store would corrupt it.
+  std::error_code same_ec;
+  if (path == path_ || std::filesystem::equivalent(path, path_, same_ec)) {
+    return InvalidArgumentError("path: must differ from the store itself");
+  }
   const std::string partial = path + ".partial";
   std::error_code ignored;
   std::filesystem::remove(partial, ignored);
@@ -355,9 +360,11 @@ Status Store::Backup(const std::string& path) {
     sqlite3_close(dest);
     return status;
   }
-  // Copy in slices so the writer is never held up for long; retry while it holds a lock.
+  // Copy every page in one step, that is in one read transaction: in WAL mode it does not hold
+  // up the writer, whereas slices would restart whenever the writer commits between two of them
+  // and might never finish while writes go on. Retry while a lock is held.
   do {
-    rc = sqlite3_backup_step(backup, 1024);
+    rc = sqlite3_backup_step(backup, -1);
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }

@@ -1,0 +1,175 @@
+// The event log: gap-free sequence numbers (across failed writes and reopens), LastEventSeq,
+// and ReadEvents' slicing and waiting.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "store/store.h"
+#include "store_test_util.h"
+
+namespace tessera::store::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+v1::Event QueueEvent(const std::string& queue) {
+  v1::Event event;
+  event.set_kind(v1::QUEUE_CREATED);
+  event.set_queue(queue);
+  event.set_time_us(5);
+  return event;
+}
+
+TEST_CASE("store: event sequence numbers start at 1 and are gap-free") {
+  TempDir dir;
+  const StoreOptions options = OptionsIn(dir);
+  {
+    std::unique_ptr<Store> store = OpenStore(options);
+    CHECK(store->LastEventSeq() == 0);
+    CHECK(AppendEvents(*store, {QueueEvent("a")}) == std::vector<uint64_t>{1});
+    CHECK(store->LastEventSeq() == 1);
+    CHECK(AppendEvents(*store, {QueueEvent("b"), QueueEvent("c"), QueueEvent("d")}) ==
+          std::vector<uint64_t>{2, 3, 4});
+    CHECK(store->LastEventSeq() == 4);
+
+    // A write that appended two events and then failed gives its numbers back.
+    uint64_t seq_seen_by_failed = 0;
+    Status failed = store->WriteAndWait([&](WriteTransaction& txn) -> Status {
+      v1::Event e1 = QueueEvent("lost-1"), e2 = QueueEvent("lost-2");
+      TESSERA_RETURN_IF_ERROR(txn.AppendEvent(e1).status());
+      TESSERA_ASSIGN_OR_RETURN(seq_seen_by_failed, txn.AppendEvent(e2));
+      return InternalError("changed my mind");
+    });
+    CHECK(failed.code() == StatusCode::kInternal);
+    CHECK(seq_seen_by_failed == 6);
+    CHECK(store->LastEventSeq() == 4);
+    CHECK(AppendEvents(*store, {QueueEvent("e")}) == std::vector<uint64_t>{5});
+
+    // A failed write between two good ones in the same batch: the second good one continues
+    // right after the first.
+    std::vector<uint64_t> seqs;
+    std::mutex mu;
+    auto append = [&](const std::string& queue, bool fail) {
+      store->Write(
+          [&, queue, fail](WriteTransaction& txn) -> Status {
+            v1::Event event = QueueEvent(queue);
+            TESSERA_ASSIGN_OR_RETURN(uint64_t seq, txn.AppendEvent(event));
+            if (fail) return InternalError("fail");
+            std::lock_guard<std::mutex> lock(mu);
+            seqs.push_back(seq);
+            return Status::Ok();
+          },
+          nullptr);
+    };
+    for (int i = 0; i < 10; ++i) append("batch-" + std::to_string(i), i % 3 == 1);
+    store->Flush();
+    CHECK(seqs == std::vector<uint64_t>{6, 7, 8, 9, 10, 11, 12});
+    CHECK(store->LastEventSeq() == 12);
+  }
+  {
+    // Reopening continues from the last committed number.
+    std::unique_ptr<Store> store = OpenStore(options);
+    CHECK(store->LastEventSeq() == 12);
+    CHECK(AppendEvents(*store, {QueueEvent("after-reopen")}) == std::vector<uint64_t>{13});
+    std::vector<v1::Event> events = AllEvents(*store);
+    REQUIRE(events.size() == 13);
+    for (size_t i = 0; i < events.size(); ++i) {
+      CAPTURE(i);
+      CHECK(events[i].seq() == i + 1);
+      CHECK(events[i].queue().rfind("lost", 0) != 0);
+    }
+    CHECK(events[0].queue() == "a");
+    CHECK(events[4].queue() == "e");
+    CHECK(events[12].queue() == "after-reopen");
+  }
+}
+
+TEST_CASE("store: ReadEvents returns the requested slice") {
+  TempDir dir;
+  std::unique_ptr<Store> store = OpenStore(OptionsIn(dir));
+  std::vector<v1::Event> to_append;
+  for (int i = 1; i <= 25; ++i) to_append.push_back(QueueEvent("q" + std::to_string(i)));
+  AppendEvents(*store, to_append);
+
+  auto read = [&](uint64_t after, int max) {
+    StatusOr<std::vector<v1::Event>> events = store->ReadEvents(after, max, milliseconds(0));
+    REQUIRE_MESSAGE(events.ok(), events.status().ToString());
+    std::vector<uint64_t> seqs;
+    for (const v1::Event& e : *events) {
+      CHECK(e.queue() == "q" + std::to_string(e.seq()));  // payload matches its number.
+      seqs.push_back(e.seq());
+    }
+    return seqs;
+  };
+  CHECK(read(0, 3) == std::vector<uint64_t>{1, 2, 3});
+  CHECK(read(10, 4) == std::vector<uint64_t>{11, 12, 13, 14});
+  CHECK(read(22, 100) == std::vector<uint64_t>{23, 24, 25});
+  CHECK(read(24, 1) == std::vector<uint64_t>{25});
+  CHECK(read(25, 10).empty());
+  CHECK(read(1000, 10).empty());
+  CHECK(read(0, 1000).size() == 25);
+
+  CHECK(store->ReadEvents(0, 0, milliseconds(0)).status().code() == StatusCode::kInvalidArgument);
+  CHECK(store->ReadEvents(0, -5, milliseconds(0)).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("store: ReadEvents waits for the requested time when nothing arrives") {
+  TempDir dir;
+  std::unique_ptr<Store> store = OpenStore(OptionsIn(dir));
+  AppendEvents(*store, {QueueEvent("a"), QueueEvent("b")});
+
+  const auto start = Clock::now();
+  StatusOr<std::vector<v1::Event>> events = store->ReadEvents(2, 10, milliseconds(200));
+  const auto waited = Clock::now() - start;
+  REQUIRE(events.ok());
+  CHECK(events->empty());
+  CHECK(waited >= milliseconds(190));
+  CHECK(waited < milliseconds(2000));
+
+  // With events already there it does not wait at all.
+  const auto start2 = Clock::now();
+  events = store->ReadEvents(1, 10, milliseconds(5000));
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 1);
+  CHECK((*events)[0].seq() == 2);
+  CHECK(Clock::now() - start2 < milliseconds(1000));
+}
+
+TEST_CASE("store: ReadEvents wakes as soon as an event is committed") {
+  TempDir dir;
+  std::unique_ptr<Store> store = OpenStore(OptionsIn(dir));
+  AppendEvents(*store, {QueueEvent("before")});
+
+  Status flags_status, events_status;
+  const auto start = Clock::now();  // the events come at least 150 ms after this.
+  std::thread writer([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    // A write without events does not wake the reader with nothing...
+    flags_status =
+        store->WriteAndWait([](WriteTransaction& txn) { return txn.PutNodeFlags("n", 1, 0); });
+    std::this_thread::sleep_for(milliseconds(50));
+    events_status = store->WriteAndWait([](WriteTransaction& txn) -> Status {
+      v1::Event first = QueueEvent("wake-up"), second = QueueEvent("and-this");
+      TESSERA_RETURN_IF_ERROR(txn.AppendEvent(first).status());
+      return txn.AppendEvent(second).status();
+    });
+  });
+  StatusOr<std::vector<v1::Event>> events = store->ReadEvents(1, 10, milliseconds(10000));
+  const auto waited = Clock::now() - start;
+  writer.join();
+  CHECK(flags_status.ok());
+  CHECK(events_status.ok());
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 2);
+  CHECK((*events)[0].seq() == 2);
+  CHECK((*events)[0].queue() == "wake-up");
+  CHECK((*events)[1].seq() == 3);
+  CHECK(waited >= milliseconds(140));  // ...only the event does.
+  CHECK(waited < milliseconds(5000));
+}
+
+}  // namespace
+}  // namespace tessera::store::testing
