@@ -14,7 +14,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libbenchmark-dev
   clang-format
-  python3
+  python3 python3-matplotlib
 )
 
 missing=()

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Draws the results of tessera-bench as one PNG.
+
+Reads the JSON lines tessera-bench prints (from files, or stdin when none are given; other lines
+are skipped, so a log with stderr mixed in works) and draws one row of two charts per benchmark
+found:
+
+  decide   decision latency p50/p99 and decisions/s versus cluster size (nodes); with a single
+           size, bars per configuration instead
+  submit   jobs/s and p99 latency per configuration (clients, window, durable)
+  recover  time from Open to the first decision and peak memory per store size
+
+The spread of the headline figure across repeats (its "<field>_runs" array) is drawn as an
+error bar, so noise is visible next to the median.
+
+  build/bench/tessera-bench decide --nodes 1000 --jobs 10000 >> results.jsonl
+  build/bench/tessera-bench decide --nodes 5000 --jobs 50000 >> results.jsonl
+  scripts/plot-bench.py results.jsonl --out decide.png
+"""
+
+import argparse
+import json
+import sys
+
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot-bench: matplotlib is missing: install python3-matplotlib "
+             "(scripts/install-deps.sh) and run this with /usr/bin/python3")
+
+matplotlib.use("Agg")  # files only; no display needed.
+import matplotlib.pyplot as plt  # noqa: E402  (must follow the backend choice)
+
+
+def read_results(paths):
+    """Returns every JSON object with a "benchmark" field, in input order."""
+    streams = [open(p, encoding="utf-8") for p in paths] if paths else [sys.stdin]
+    results = []
+    for stream in streams:
+        for line in stream:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and "benchmark" in obj:
+                results.append(obj)
+        if stream is not sys.stdin:
+            stream.close()
+    return results
+
+
+def spread(row, field):
+    """(below, above) distances from the median to the smallest and largest run."""
+    runs = row.get(field + "_runs") or [row[field]]
+    return row[field] - min(runs), max(runs) - row[field]
+
+
+def bars(ax, labels, values, errors=None, ylabel="", title=""):
+    positions = range(len(labels))
+    yerr = None
+    if errors:
+        yerr = [[e[0] for e in errors], [e[1] for e in errors]]
+    ax.bar(positions, values, yerr=yerr, capsize=4, color="tab:blue")
+    ax.set_xticks(list(positions))
+    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    for x, v in zip(positions, values):
+        ax.annotate(f"{v:,.0f}" if v >= 100 else f"{v:.2f}", (x, v), ha="center", va="bottom",
+                    fontsize=8, xytext=(0, 2), textcoords="offset points")
+
+
+def plot_decide(ax_latency, ax_rate, rows):
+    rows = sorted(rows, key=lambda r: (r["nodes"], r["jobs"], r["queues"]))
+    if len({r["nodes"] for r in rows}) > 1:
+        nodes = [r["nodes"] for r in rows]
+        ax_latency.plot(nodes, [r["p50_us"] for r in rows], "o-", label="p50")
+        ax_latency.plot(nodes, [r["p99_us"] for r in rows], "s-", label="p99")
+        ax_latency.set_xscale("log")
+        ax_latency.set_xlabel("nodes (8 GPUs each)")
+        ax_latency.set_ylabel("µs per decision")
+        ax_latency.set_ylim(bottom=0)
+        ax_latency.legend()
+        ax_latency.set_title("decide: latency of one decision (flat is good)")
+        errors = [spread(r, "decisions_per_s") for r in rows]
+        ax_rate.errorbar(nodes, [r["decisions_per_s"] for r in rows],
+                         yerr=[[e[0] for e in errors], [e[1] for e in errors]], fmt="o-",
+                         capsize=4)
+        for r in rows:
+            ax_rate.annotate(f'{r["jobs"]:,} jobs\n{r["queues"]:,} queues',
+                             (r["nodes"], r["decisions_per_s"]), fontsize=7,
+                             xytext=(4, 4), textcoords="offset points")
+        ax_rate.set_xscale("log")
+        ax_rate.set_xlabel("nodes (8 GPUs each)")
+        ax_rate.set_ylabel("decisions / s (wall)")
+        ax_rate.set_ylim(bottom=0)
+        ax_rate.set_title("decide: throughput")
+        return
+    labels = [f'{r["nodes"]:,}n {r["jobs"]:,}j {r["queues"]}q' for r in rows]
+    ax_latency.bar([i - 0.2 for i in range(len(rows))], [r["p50_us"] for r in rows], width=0.4,
+                   label="p50")
+    ax_latency.bar([i + 0.2 for i in range(len(rows))], [r["p99_us"] for r in rows], width=0.4,
+                   label="p99")
+    ax_latency.set_xticks(list(range(len(rows))))
+    ax_latency.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax_latency.set_ylabel("µs per decision")
+    ax_latency.legend()
+    ax_latency.set_title("decide: latency of one decision")
+    bars(ax_rate, labels, [r["decisions_per_s"] for r in rows],
+         [spread(r, "decisions_per_s") for r in rows], "decisions / s (wall)",
+         "decide: throughput")
+
+
+def plot_submit(ax_rate, ax_latency, rows):
+    rows = sorted(rows, key=lambda r: (r["durable"], r["clients"], r["window"]))
+    labels = [f'{r["clients"]} clients, window {r["window"]}'
+              + ("" if r["durable"] else ", not durable") for r in rows]
+    bars(ax_rate, labels, [r["jobs_per_s"] for r in rows],
+         [spread(r, "jobs_per_s") for r in rows], "acknowledged jobs / s", "submit: throughput")
+    bars(ax_latency, labels, [r["p99_ms"] for r in rows], None, "ms",
+         "submit: p99 latency of one submit")
+
+
+def plot_recover(ax_time, ax_memory, rows):
+    rows = sorted(rows, key=lambda r: (r["finished"], r["live"]))
+    labels = [f'{r["live"]:,} live\n{r["finished"]:,} finished' for r in rows]
+    bars(ax_time, labels, [r["open_to_first_decision_ms"] for r in rows],
+         [spread(r, "open_to_first_decision_ms") for r in rows], "ms",
+         "recover: Open() to first decision")
+    bars(ax_memory, labels, [r["peak_rss_mb"] for r in rows], None, "MiB",
+         "recover: peak RSS of the reopening process")
+
+
+PLOTTERS = {"decide": plot_decide, "submit": plot_submit, "recover": plot_recover}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", help="JSON-lines files (default: stdin)")
+    parser.add_argument("--out", default="bench.png", help="PNG to write (default: bench.png)")
+    args = parser.parse_args()
+
+    results = read_results(args.files)
+    by_benchmark = {}
+    for r in results:
+        by_benchmark.setdefault(r["benchmark"], []).append(r)
+    known = [b for b in PLOTTERS if b in by_benchmark]
+    for b in by_benchmark:
+        if b not in PLOTTERS:
+            print(f"plot-bench: no plot for benchmark '{b}' yet; skipped", file=sys.stderr)
+    if not known:
+        print("plot-bench: no tessera-bench results found in the input", file=sys.stderr)
+        return 1
+
+    fig, axes = plt.subplots(len(known), 2, figsize=(12, 4.5 * len(known)), squeeze=False)
+    for row, benchmark in enumerate(known):
+        PLOTTERS[benchmark](axes[row][0], axes[row][1], by_benchmark[benchmark])
+        for ax in axes[row]:
+            ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    print(f"plot-bench: wrote {args.out} ({len(results)} result(s))", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
