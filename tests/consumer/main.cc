@@ -14,8 +14,9 @@ int main() {
     std::cerr << scheduler.status() << "\n";
     return 1;
   }
-  auto job = (*scheduler)->Submit(
-      tessera::JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(1000).Build());
+  auto job =
+      (*scheduler)
+          ->Submit(tessera::JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(1000).Build());
   if (!job.ok()) {
     std::cerr << job.status() << "\n";
     return 1;

@@ -26,11 +26,17 @@ TEST_CASE("errors: invalid job specs are refused, naming the field") {
        "task.memory_mib"},
       {"too many gpus", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(33); },
        "task.gpu_count"},
-      {"gpu_milli over 1000", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(1);
-                                                   s.mutable_task()->set_gpu_milli(1500); },
+      {"gpu_milli over 1000",
+       [](v1::JobSpec& s) {
+         s.mutable_task()->set_gpu_count(1);
+         s.mutable_task()->set_gpu_milli(1500);
+       },
        "task.gpu_milli"},
-      {"fraction of two GPUs", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(2);
-                                                    s.mutable_task()->set_gpu_milli(500); },
+      {"fraction of two GPUs",
+       [](v1::JobSpec& s) {
+         s.mutable_task()->set_gpu_count(2);
+         s.mutable_task()->set_gpu_milli(500);
+       },
        "task.gpu_milli: a fraction"},
       {"share without GPUs", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_milli(500); },
        "task.gpu_milli: set, but task.gpu_count is 0"},
@@ -38,23 +44,36 @@ TEST_CASE("errors: invalid job specs are refused, naming the field") {
        "task.gpu_memory_mib"},
       {"models without GPUs", [](v1::JobSpec& s) { s.mutable_task()->add_gpu_models("A100"); },
        "task.gpu_models"},
-      {"empty model name", [](v1::JobSpec& s) { s.mutable_task()->set_gpu_count(1);
-                                                s.mutable_task()->add_gpu_models(""); },
+      {"empty model name",
+       [](v1::JobSpec& s) {
+         s.mutable_task()->set_gpu_count(1);
+         s.mutable_task()->add_gpu_models("");
+       },
        "task.gpu_models[0]"},
       {"NVLink wish without GPUs",
        [](v1::JobSpec& s) { s.mutable_topology()->set_task_gpus_same_nvlink(true); },
        "topology.task_gpus_same_nvlink"},
       {"negative tasks", [](v1::JobSpec& s) { s.set_tasks(-1); }, "tasks: must be between"},
-      {"gang larger than tasks", [](v1::JobSpec& s) { s.set_tasks(2); s.set_gang_min(3); },
+      {"gang larger than tasks",
+       [](v1::JobSpec& s) {
+         s.set_tasks(2);
+         s.set_gang_min(3);
+       },
        "gang_min"},
       {"elastic min 0", [](v1::JobSpec& s) { s.mutable_elastic()->set_max_tasks(2); },
        "elastic.min_tasks"},
-      {"elastic max < min", [](v1::JobSpec& s) { s.mutable_elastic()->set_min_tasks(3);
-                                                 s.mutable_elastic()->set_max_tasks(2); },
+      {"elastic max < min",
+       [](v1::JobSpec& s) {
+         s.mutable_elastic()->set_min_tasks(3);
+         s.mutable_elastic()->set_max_tasks(2);
+       },
        "elastic.max_tasks"},
-      {"elastic with tasks", [](v1::JobSpec& s) { s.set_tasks(2);
-                                                  s.mutable_elastic()->set_min_tasks(1);
-                                                  s.mutable_elastic()->set_max_tasks(2); },
+      {"elastic with tasks",
+       [](v1::JobSpec& s) {
+         s.set_tasks(2);
+         s.mutable_elastic()->set_min_tasks(1);
+         s.mutable_elastic()->set_max_tasks(2);
+       },
        "tasks: leave unset"},
       {"negative time limit", [](v1::JobSpec& s) { s.set_time_limit_s(-1); }, "time_limit_s"},
       {"grace too long", [](v1::JobSpec& s) { s.set_checkpoint_grace_s(999999999); },
@@ -141,8 +160,10 @@ TEST_CASE("errors: nodes, lists and watches") {
   v1::ListJobsRequest queue;
   queue.set_queue("bad queue");
   CHECK(t->ListJobs(queue).status().code() == StatusCode::kInvalidArgument);
-  CHECK(t->WatchEvents(0, 0, std::chrono::milliseconds(0)).status().message().rfind("max_events",
-                                                                                     0) == 0);
+  CHECK(t->WatchEvents(0, 0, std::chrono::milliseconds(0))
+            .status()
+            .message()
+            .rfind("max_events", 0) == 0);
   CHECK(t->GetJob(12345).status().code() == StatusCode::kNotFound);
   CHECK(t->Backup("").code() == StatusCode::kInvalidArgument);
 }
@@ -159,7 +180,9 @@ TEST_CASE("errors: bad options are refused at Open, naming the field") {
       {[](Options& o) { o.engine.decision_slice = std::chrono::microseconds(0); },
        "engine.decision_slice"},
       {[](Options& o) { o.default_priority_class = "vip"; }, "default_priority_class"},
-      {[](Options& o) { o.priority_classes.push_back({"low", 1, true}); },
+      {[](Options& o) {
+         o.priority_classes.push_back({"low", 1, true});
+       },
        "priority_classes[3].name: duplicate"},
       {[](Options& o) { o.default_queue = "a b"; }, "default_queue"},
       {[](Options& o) {
@@ -193,8 +216,7 @@ TEST_CASE("errors: a simulated cluster file with a typo names the file, line and
   options.simulated_cluster_file = path;
   auto opened = Scheduler::Open(options);
   CHECK(opened.status().code() == StatusCode::kInvalidArgument);
-  CHECK(opened.status().message().rfind(path + ":5:5: groups[0].gpu_modle: unknown field", 0) ==
-        0);
+  CHECK(opened.status().message().rfind(path + ":5:5: groups[0].gpu_modle: unknown field", 0) == 0);
   options.simulated_cluster_file = dir.File("missing.yaml");
   CHECK(Scheduler::Open(options).status().code() == StatusCode::kNotFound);
 }

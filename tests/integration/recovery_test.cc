@@ -21,8 +21,9 @@ Options DurableOptions(const std::string& path, std::shared_ptr<ManualClock> clo
   return options;
 }
 
-TEST_CASE("recovery: a restart keeps queues, node flags, pending and finished jobs, and "
-          "requeues what was running") {
+TEST_CASE(
+    "recovery: a restart keeps queues, node flags, pending and finished jobs, and "
+    "requeues what was running") {
   ScratchDir dir;
   auto clock = std::make_shared<ManualClock>();
   const Options options = DurableOptions(dir.File("state.db"), clock);
@@ -31,7 +32,8 @@ TEST_CASE("recovery: a restart keeps queues, node flags, pending and finished jo
     auto t = Open(options);
     Scheduler* s = t.scheduler.get();
     CreateQueue(s, QueueSpec("team", 2));
-    finished_id = MustSubmit(s, JobSpecBuilder("team").Gpus(2).SimulatedDurationMs(1000).Build()).id();
+    finished_id =
+        MustSubmit(s, JobSpecBuilder("team").Gpus(2).SimulatedDurationMs(1000).Build()).id();
     t->WaitIdle();
     clock->AdvanceUs(1'000'000);
     t->WaitIdle();
@@ -154,8 +156,9 @@ TEST_CASE("recovery: a backup taken while running opens as a store with the same
   }
 }
 
-TEST_CASE("recovery: after kill -9 under load every acknowledged job is there and none runs "
-          "twice") {
+TEST_CASE(
+    "recovery: after kill -9 under load every acknowledged job is there and none runs "
+    "twice") {
   ScratchDir dir;
   const std::string path = dir.File("state.db");
   int pipe_fds[2];

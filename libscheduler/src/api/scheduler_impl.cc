@@ -1,6 +1,7 @@
 // SchedulerImpl: opening, recovery, the decision thread, timers and shutdown.
 #include "api/scheduler_impl.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/bind_executor.hpp>
@@ -125,6 +126,7 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
         clock_->AddAdvanceListener([this] { Post([this] { engine_->OnTimeAdvanced(); }); });
   }
   decision_thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "tessera-decide");
     auto guard = boost::asio::make_work_guard(io_);
     io_.run();
   });
@@ -231,9 +233,11 @@ void SchedulerImpl::WaitIdle() {
 void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
                             std::function<void(const Status&)> durable) {
   const TimestampUs now = clock_->NowUs();
+  // The engine's own transitions cannot fail one by one (only the store as a whole can), so they
+  // skip the per-write savepoint, and a batch writes each job's row once, with its last status.
   store_->Write(
       [update, now](store::WriteTransaction& t) -> Status {
-        TESSERA_RETURN_IF_ERROR(t.UpdateJobStatus(update->job_id, update->status, now));
+        t.DeferJobStatus(update->job_id, update->status, now);
         for (const v1::Event& e : update->events) {
           v1::Event event = e;
           TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
@@ -242,7 +246,8 @@ void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
       },
       [this, durable = std::move(durable)](const Status& status) {
         if (durable) Post([durable, status] { durable(status); });
-      });
+      },
+      /*isolated=*/false);
 }
 
 void SchedulerImpl::InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) {

@@ -1,5 +1,7 @@
 #include "store/group_commit.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <vector>
 
@@ -22,10 +24,10 @@ GroupCommit::~GroupCommit() {
   thread_.join();
 }
 
-void GroupCommit::Enqueue(WriteFn fn, WriteDone done) {
+void GroupCommit::Enqueue(WriteFn fn, WriteDone done, bool isolated) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(fn), std::move(done)});
+    queue_.push_back({std::move(fn), std::move(done), isolated});
     ++enqueued_;
   }
   wake_.notify_one();
@@ -53,6 +55,7 @@ GroupCommitStats GroupCommit::stats() const {
 }
 
 void GroupCommit::Run() {
+  pthread_setname_np(pthread_self(), "tessera-store");
   while (true) {
     std::deque<Op> batch;
     {
@@ -79,10 +82,17 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
   const uint64_t seq_at_start = next_event_seq_;
   WriteTransaction txn(db_, next_event_seq_);
 
-  Status batch_status = db_.Exec("BEGIN IMMEDIATE");
+  Status batch_status = db_.ExecCached("BEGIN IMMEDIATE");
   for (size_t i = 0; i < batch.size() && batch_status.ok(); ++i) {
+    if (!batch[i].isolated) {
+      batch_status = batch[i].fn(txn);
+      if (batch_status.ok() && !db_.InTransaction()) {
+        batch_status = InternalError("store: transaction lost");
+      }
+      continue;
+    }
     const uint64_t seq_before = txn.next_event_seq();
-    batch_status = db_.Exec("SAVEPOINT op");
+    batch_status = db_.ExecCached("SAVEPOINT op");
     if (!batch_status.ok()) break;
     Status op_status = batch[i].fn(txn);
     if (!db_.InTransaction()) {
@@ -92,15 +102,16 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
       break;
     }
     if (op_status.ok()) {
-      batch_status = db_.Exec("RELEASE op");
+      batch_status = db_.ExecCached("RELEASE op");
     } else {
       results[i] = op_status;
       txn.RewindEventSeq(seq_before);
-      batch_status = db_.Exec("ROLLBACK TO op");
-      if (batch_status.ok()) batch_status = db_.Exec("RELEASE op");
+      batch_status = db_.ExecCached("ROLLBACK TO op");
+      if (batch_status.ok()) batch_status = db_.ExecCached("RELEASE op");
     }
   }
-  if (batch_status.ok()) batch_status = db_.Exec("COMMIT");
+  if (batch_status.ok()) batch_status = txn.FlushDeferred();
+  if (batch_status.ok()) batch_status = db_.ExecCached("COMMIT");
   if (!batch_status.ok()) {
     if (db_.InTransaction()) (void)db_.Exec("ROLLBACK");
     for (Status& r : results) r = batch_status;

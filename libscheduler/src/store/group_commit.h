@@ -2,10 +2,13 @@
 // thread runs them in order, as many as are waiting (up to a batch limit) inside one SQLite
 // transaction, so that concurrent writers share one fsync.
 //
-// Each operation runs inside its own SAVEPOINT: an operation that fails leaves no trace and
-// does not fail its neighbours. `done` runs on the writer thread after the commit, with OK only
-// when the operation's changes are durable. If the commit itself fails (disk full, I/O error)
-// every operation of the batch fails and nothing of the batch is applied.
+// An isolated operation runs inside its own SAVEPOINT: if it fails it leaves no trace and does
+// not fail its neighbours. A non-isolated operation skips the savepoint (it cannot fail except
+// as the whole store fails) and may defer job-status updates to the end of the batch. `done`
+// runs on the writer thread after the commit, with OK only when the operation's changes are
+// durable. If the store itself fails (disk full, I/O error), SQLite may roll back the whole
+// transaction: then every operation of the batch fails with that error and nothing of the
+// batch is applied.
 #pragma once
 
 #include <condition_variable>
@@ -37,7 +40,7 @@ class GroupCommit {
               std::function<void(uint64_t)> on_commit);
   ~GroupCommit();  // drains the queue, then stops.
 
-  void Enqueue(WriteFn fn, WriteDone done);
+  void Enqueue(WriteFn fn, WriteDone done, bool isolated = true);
   // Blocks until every operation enqueued before the call has finished.
   void Flush();
   // True when nothing is queued or running.
@@ -52,6 +55,7 @@ class GroupCommit {
   struct Op {
     WriteFn fn;
     WriteDone done;
+    bool isolated = true;
   };
   void Run();
   void RunBatch(std::deque<Op>& batch);

@@ -9,9 +9,11 @@ namespace tessera::store {
 
 inline constexpr int kSchemaVersion = 1;
 
-// Job states stored in the jobs.state column are the v1::JobState numbers. These are the
-// terminal ones, which the partial index of live jobs leaves out.
-inline constexpr const char* kTerminalStatesSql = "(6, 7, 8)";
+// Job states stored in the jobs.state column are the v1::JobState numbers; 6..8 are the
+// terminal ones (SUCCEEDED, FAILED, CANCELLED). This condition selects unfinished jobs, exactly
+// as the partial index jobs_live is defined, so queries using it can use the index. (A range,
+// not NOT IN (...): an IN list makes every UPDATE of a job build temporary tables.)
+inline constexpr const char* kUnfinishedJobSql = "state NOT BETWEEN 6 AND 8";
 
 // Brings `db` to kSchemaVersion.
 // Errors: FAILED_PRECONDITION when the store is newer than this build or corrupt; the

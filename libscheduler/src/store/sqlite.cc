@@ -114,6 +114,12 @@ Status Database::Exec(std::string_view sql) {
   return status;
 }
 
+Status Database::ExecCached(const std::string& sql) {
+  StatusOr<StatementRef> s = Prepare(sql);
+  if (!s.ok()) return s.status();
+  return (*s)->Run();
+}
+
 StatusOr<StatementRef> Database::Prepare(const std::string& sql) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) {

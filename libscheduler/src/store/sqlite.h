@@ -76,8 +76,11 @@ class Database {
   static StatusOr<std::unique_ptr<Database>> Open(const std::string& path);
   ~Database();
 
-  // Runs SQL without parameters (schema, pragmas, transaction control).
+  // Runs SQL without parameters (schema, pragmas).
   Status Exec(std::string_view sql);
+  // Runs one parameterless statement through the statement cache (transaction control on hot
+  // paths: BEGIN, SAVEPOINT, RELEASE, COMMIT).
+  Status ExecCached(const std::string& sql);
   // A prepared statement for `sql`, prepared once per connection and cached.
   StatusOr<StatementRef> Prepare(const std::string& sql);
   // A one-off statement for SQL composed at run time (only placeholders vary, never values).

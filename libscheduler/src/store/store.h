@@ -49,7 +49,8 @@ class Store {
   Status LoadLiveJobs(const std::function<void(v1::Job&& job)>& visit);
 
   // --- Writing.
-  void Write(WriteFn fn, WriteDone done);
+  // `isolated`: see GroupCommit.
+  void Write(WriteFn fn, WriteDone done, bool isolated = true);
   // Write and wait for the outcome.
   Status WriteAndWait(WriteFn fn);
   void Flush() { writer_->Flush(); }

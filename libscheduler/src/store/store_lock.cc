@@ -6,11 +6,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 namespace tessera::store {
 
 StatusOr<std::unique_ptr<StoreLock>> StoreLock::Acquire(const std::string& store_path) {
-  const std::string lock_path = store_path + ".lock";
+  // Named after the file itself, so a second path to it (a symlink) finds the same lock.
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(store_path, ec);
+  const std::string lock_path = (ec ? store_path : canonical.string()) + ".lock";
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     return UnavailableError("cannot create lock file '" + lock_path + "': " + std::strerror(errno));

@@ -15,8 +15,9 @@ StatusOr<std::optional<uint64_t>> WriteTransaction::FindJobByIdempotencyKey(
 }
 
 StatusOr<v1::Job> WriteTransaction::ReadJob(uint64_t id) {
-  TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s, db_.Prepare("SELECT idempotency_key, spec, status FROM jobs WHERE id = ?"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
+                           db_.Prepare("SELECT j.idempotency_key, s.spec, j.status FROM jobs j "
+                                       "JOIN job_specs s ON s.id = j.id WHERE j.id = ?"));
   s->BindInt(1, static_cast<int64_t>(id));
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return NotFoundError("job " + std::to_string(id) + " does not exist");
@@ -37,7 +38,7 @@ StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t prior
   TESSERA_ASSIGN_OR_RETURN(
       StatementRef s,
       db_.Prepare("INSERT INTO jobs (idempotency_key, queue, state, priority, submit_time_us, "
-                  "update_time_us, spec, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+                  "update_time_us, status) VALUES (?, ?, ?, ?, ?, ?, ?)"));
   if (job.idempotency_key().empty()) {
     s->BindNull(1);
   } else {
@@ -48,10 +49,15 @@ StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t prior
   s->BindInt(4, priority);
   s->BindInt(5, job.status().submit_time_us());
   s->BindInt(6, now_us);
-  s->BindBlob(7, job.spec().SerializeAsString());
-  s->BindBlob(8, job.status().SerializeAsString());
+  s->BindBlob(7, job.status().SerializeAsString());
   TESSERA_RETURN_IF_ERROR(s->Run());
-  return static_cast<uint64_t>(db_.LastInsertRowId());
+  const int64_t id = db_.LastInsertRowId();
+  TESSERA_ASSIGN_OR_RETURN(StatementRef spec,
+                           db_.Prepare("INSERT INTO job_specs (id, spec) VALUES (?, ?)"));
+  spec->BindInt(1, id);
+  spec->BindBlob(2, job.spec().SerializeAsString());
+  TESSERA_RETURN_IF_ERROR(spec->Run());
+  return static_cast<uint64_t>(id);
 }
 
 Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us) {
@@ -64,6 +70,20 @@ Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& statu
   s->BindInt(4, static_cast<int64_t>(id));
   TESSERA_RETURN_IF_ERROR(s->Run());
   if (db_.Changes() == 0) return NotFoundError("job " + std::to_string(id) + " does not exist");
+  return Status::Ok();
+}
+
+void WriteTransaction::DeferJobStatus(uint64_t id, v1::JobStatus status, int64_t now_us) {
+  Deferred& d = deferred_[id];
+  d.status = std::move(status);
+  d.now_us = now_us;
+}
+
+Status WriteTransaction::FlushDeferred() {
+  for (const auto& [id, d] : deferred_) {
+    TESSERA_RETURN_IF_ERROR(UpdateJobStatus(id, d.status, d.now_us));
+  }
+  deferred_.clear();
   return Status::Ok();
 }
 
@@ -103,9 +123,8 @@ StatusOr<bool> WriteTransaction::QueueHasChildren(const std::string& name) {
 
 StatusOr<int64_t> WriteTransaction::CountUnfinishedJobs(const std::string& queue) {
   TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s,
-      db_.Prepare(std::string("SELECT COUNT(*) FROM jobs WHERE queue = ? AND state NOT IN ") +
-                  kTerminalStatesSql));
+      StatementRef s, db_.Prepare(std::string("SELECT COUNT(*) FROM jobs WHERE queue = ? AND ") +
+                                  kUnfinishedJobSql));
   s->BindText(1, queue);
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->ColumnInt(0) : 0;

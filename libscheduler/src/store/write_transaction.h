@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "store/sqlite.h"
 #include "tessera/status.h"
@@ -28,6 +29,12 @@ class WriteTransaction {
   StatusOr<uint64_t> InsertJob(const v1::Job& job, int32_t priority, int64_t now_us);
   // Replaces the status (and state column) of an existing job. Errors: NOT_FOUND.
   Status UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us);
+  // The same, written once at the end of the batch: when one batch carries several updates of a
+  // job (admitted, starting, running), only the last reaches the table. For operations that do
+  // not run in their own savepoint (see GroupCommit).
+  void DeferJobStatus(uint64_t id, v1::JobStatus status, int64_t now_us);
+  // Writes the deferred statuses. Called by the writer before it commits.
+  Status FlushDeferred();
 
   // --- Events. Assigns and returns the next sequence number (gap-free: the writer rewinds it
   // when an operation or a commit fails).
@@ -47,8 +54,13 @@ class WriteTransaction {
   void RewindEventSeq(uint64_t next) { next_event_seq_ = next; }
 
  private:
+  struct Deferred {
+    v1::JobStatus status;
+    int64_t now_us = 0;
+  };
   Database& db_;
   uint64_t next_event_seq_;
+  std::unordered_map<uint64_t, Deferred> deferred_;
 };
 
 }  // namespace tessera::store

@@ -30,7 +30,9 @@ labels: {team: vision, tier: "1"}
 topology:
   task_gpus_same_nvlink: true
 command: [python, train.py]
-)", &spec).ok());
+)",
+                &spec)
+              .ok());
   CHECK(spec.name() == "train");
   CHECK(spec.tasks() == 4);
   CHECK(spec.task().gpu_models_size() == 2);
@@ -82,7 +84,8 @@ TEST_CASE("yaml: wrong types and out-of-range numbers are refused") {
   CHECK(Parse("weight: heavy\n", &queue).message() ==
         "test.yaml:1:9: weight: expected a number, got 'heavy'");
   v1::TaskResources task;
-  CHECK(Parse("gpu_models: A100\n", &task).message() == "test.yaml:1:13: gpu_models: expected a list");
+  CHECK(Parse("gpu_models: A100\n", &task).message() ==
+        "test.yaml:1:13: gpu_models: expected a list");
   CHECK(Parse("cpu_milli:\n", &task).message() == "test.yaml:1:1: cpu_milli: has no value");
 }
 
@@ -94,8 +97,7 @@ TEST_CASE("yaml: malformed documents and files") {
   CHECK(s.message().find("not valid YAML") != std::string::npos);
   CHECK(Parse("- a\n- b\n", &cluster).message() ==
         "test.yaml:1:1: (top level): expected a mapping of field names to values");
-  CHECK(YamlFileToMessage("/nonexistent/cluster.yaml", &cluster).code() ==
-        StatusCode::kNotFound);
+  CHECK(YamlFileToMessage("/nonexistent/cluster.yaml", &cluster).code() == StatusCode::kNotFound);
   // An empty document leaves every default.
   CHECK(Parse("", &cluster).ok());
   CHECK(cluster.groups_size() == 0);

@@ -90,6 +90,14 @@ TEST_CASE("store: a store already open elsewhere is refused as in use") {
   REQUIRE_FALSE(third.ok());
   CHECK(third.status().code() == StatusCode::kUnavailable);
 
+  // So is a symlink to it.
+  StoreOptions linked = options;
+  linked.path = dir.File("link.db");
+  std::filesystem::create_symlink(options.path, linked.path);
+  StatusOr<std::unique_ptr<Store>> fourth = Store::Open(linked);
+  REQUIRE_FALSE(fourth.ok());
+  CHECK(fourth.status().code() == StatusCode::kUnavailable);
+
   // The refused opens did not disturb the first store.
   InsertJob(*first, MakeJob("q"));
   CHECK(LiveJobs(*first).size() == 2);
