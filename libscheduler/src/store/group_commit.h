@@ -11,6 +11,7 @@
 // batch is applied.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -57,6 +58,9 @@ class GroupCommit {
     WriteDone done;
     bool isolated = true;
   };
+  // Longest the writer waits for more writes when fewer arrived than last time.
+  static constexpr std::chrono::microseconds kGatherWait{100};
+
   void Run();
   void RunBatch(std::deque<Op>& batch);
 
