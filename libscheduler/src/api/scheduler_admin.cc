@@ -1,6 +1,7 @@
 // SchedulerImpl: queues, nodes, statistics, backup and decision control.
 #include "api/scheduler_impl.h"
 #include "api/validation.h"
+#include "common/check.h"
 
 namespace tessera {
 namespace {
@@ -163,6 +164,7 @@ v1::SchedulerStats SchedulerImpl::GetStats() {
   stats.set_committed_writes(writes.committed_writes);
   stats.set_store_errors(writes.failed_writes);
   stats.set_last_event_seq(store_->LastEventSeq());
+  stats.set_bugs(BugCount());
   return stats;
 }
 

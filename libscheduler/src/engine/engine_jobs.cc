@@ -2,6 +2,7 @@
 // cancellation, requeue after loss, and the end.
 #include <spdlog/spdlog.h>
 
+#include "common/check.h"
 #include "engine/engine.h"
 
 namespace tessera {
@@ -70,8 +71,8 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   if (!queue || !queues_.IsLeaf(*queue)) {
     // Submits check the queue inside the same transaction, so this is a broken invariant; the
     // job is failed visibly rather than dropped.
-    spdlog::error("job {} names queue '{}' which is not a leaf queue; failing it", stored.id(),
-                  spec.queue());
+    TESSERA_BUG("job " + std::to_string(stored.id()) + " names queue '" + spec.queue() +
+                "', which is not a leaf queue; failing it");
     auto update = std::make_shared<JobUpdate>();
     update->job_id = stored.id();
     update->status = status;

@@ -1,6 +1,6 @@
 #include "fairshare/drf_sorter.h"
 
-#include <cassert>
+#include "common/check.h"
 
 #include "fairshare/drf.h"
 
@@ -27,7 +27,7 @@ void DrfSorter::SetCapacity(const ResourceVector& capacity) {
 }
 
 void DrfSorter::Add(ClientId id, double weight) {
-  assert(weight > 0);
+  TESSERA_DCHECK(weight > 0);
   Client& c = clients_[id];
   c.weight = weight;
   c.key = ComputeKey(id, c);
@@ -41,7 +41,7 @@ void DrfSorter::Remove(ClientId id) {
 }
 
 void DrfSorter::UpdateWeight(ClientId id, double weight) {
-  assert(weight > 0);
+  TESSERA_DCHECK(weight > 0);
   Client& c = clients_.at(id);
   c.weight = weight;
   Rekey(id, c);

@@ -1,7 +1,8 @@
 #include "fairshare/queue_tree.h"
 
+#include "common/check.h"
+
 #include <algorithm>
-#include <cassert>
 #include <functional>
 
 #include "fairshare/drf.h"
@@ -204,7 +205,7 @@ void QueueTree::ChangeAllocation(QueueId leaf, const ResourceVector& delta, bool
     } else {
       n.allocated -= delta;
     }
-    assert(!n.allocated.AnyNegative());
+    TESSERA_CHECK(!n.allocated.AnyNegative(), "queue " + n.name + " holds less than nothing");
     if (q == kRoot) break;
     Rekey(q, now_us);
   }

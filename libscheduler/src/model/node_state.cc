@@ -1,8 +1,9 @@
 #include "model/node_state.h"
 
+#include "common/check.h"
+
 #include <algorithm>
 #include <array>
-#include <cassert>
 
 namespace tessera {
 
@@ -17,7 +18,7 @@ NodeState::NodeState(NodeIndexId id, std::string name, int64_t cpu_milli, int64_
       cpu_free_(cpu_milli),
       memory_free_(memory_mib),
       gpus_(std::move(gpus)) {
-  assert(gpus_.size() <= kMaxGpus);
+  TESSERA_DCHECK(gpus_.size() <= kMaxGpus);
   RefreshSummaries();
 }
 
@@ -160,7 +161,7 @@ void NodeState::Apply(const TaskAllocation& a) {
     GpuSlot& g = gpus_[__builtin_ctz(m)];
     g.free_milli -= a.gpu_milli;
     g.free_memory_mib -= a.gpu_memory_mib;
-    assert(g.free_milli >= 0 && g.free_memory_mib >= 0);
+    TESSERA_CHECK(g.free_milli >= 0 && g.free_memory_mib >= 0, "over-allocated a GPU of " + name_);
   }
   ++running_tasks_;
   RefreshSummaries();
@@ -173,7 +174,8 @@ void NodeState::Release(const TaskAllocation& a) {
     GpuSlot& g = gpus_[__builtin_ctz(m)];
     g.free_milli += a.gpu_milli;
     g.free_memory_mib += a.gpu_memory_mib;
-    assert(g.free_milli <= 1000 && g.free_memory_mib <= g.memory_mib);
+    TESSERA_CHECK(g.free_milli <= 1000 && g.free_memory_mib <= g.memory_mib,
+                  "released more than was held on " + name_);
   }
   --running_tasks_;
   RefreshSummaries();

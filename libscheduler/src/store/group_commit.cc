@@ -67,8 +67,7 @@ void GroupCommit::Run() {
       // microseconds apart after each commit. When fewer are queued than the last batch held,
       // wait briefly for the rest, so they share one fsync instead of needing two.
       if (queue_.size() < last_batch && !stopping_) {
-        wake_.wait_for(lock, kGatherWait,
-                       [&] { return stopping_ || queue_.size() >= last_batch; });
+        wake_.wait_for(lock, kGatherWait, [&] { return stopping_ || queue_.size() >= last_batch; });
       }
       while (!queue_.empty() && batch.size() < max_batch_) {
         batch.push_back(std::move(queue_.front()));
