@@ -277,10 +277,9 @@ int RunDecide(const DecideFlags& flags) {
   }
   const Json summary = Summarize(runs, "decisions_per_s");
   EmitJsonLine(summary);
-  PrintTable(summary,
-             {"nodes", "jobs", "queues", "decisions_per_s", "engine_decisions_per_s", "decisions",
-              "placements", "wall_s",
-              "p50_us", "p99_us", "commit_p99_us", "bytes_per_job", "bytes_per_node"});
+  PrintTable(summary, {"nodes", "jobs", "queues", "decisions_per_s", "engine_decisions_per_s",
+                       "decisions", "placements", "wall_s", "p50_us", "p99_us", "commit_p99_us",
+                       "bytes_per_job", "bytes_per_node"});
   return 0;
 }
 
