@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 mode=(--dry-run -Werror)
 if [ "${1:-}" = "--fix" ]; then mode=(-i); fi
 
-mapfile -t files < <(git ls-files '*.cc' '*.h' | grep -v '^build')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
 if [ ${#files[@]} -eq 0 ]; then exit 0; fi
 clang-format "${mode[@]}" "${files[@]}"
 echo "check-format: ${#files[@]} files ok"

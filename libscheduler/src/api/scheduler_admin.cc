@@ -117,41 +117,31 @@ StatusOr<std::vector<v1::Node>> SchedulerImpl::ListNodes() {
 }
 
 Status SchedulerImpl::CordonNode(const std::string& name, bool cordoned) {
-  TESSERA_RETURN_IF_ERROR(CheckOpen());
-  if (!Call<bool>([&] { return engine_->HasNode(name); })) {
-    return NotFoundError("node '" + name + "' does not exist");
-  }
-  const TimestampUs now = clock_->NowUs();
-  return WriteThenApply(
-      [name, cordoned, now](store::WriteTransaction& t) -> Status {
-        TESSERA_RETURN_IF_ERROR(t.PutNodeFlags(name, cordoned, false));
-        v1::Event event;
-        event.set_time_us(now);
-        event.set_kind(v1::NODE_UPDATED);
-        event.set_node(name);
-        event.set_reason(cordoned ? "cordoned" : "uncordoned");
-        return t.AppendEvent(event).status();
-      },
-      [this, name, cordoned] { return engine_->SetNodeFlags(name, cordoned, false); });
+  return SetNodeFlags(name, cordoned, /*draining=*/false, cordoned ? "cordoned" : "uncordoned");
 }
 
 Status SchedulerImpl::DrainNode(const std::string& name) {
+  return SetNodeFlags(name, /*cordoned=*/true, /*draining=*/true, "draining");
+}
+
+Status SchedulerImpl::SetNodeFlags(const std::string& name, bool cordoned, bool draining,
+                                   const std::string& reason) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   if (!Call<bool>([&] { return engine_->HasNode(name); })) {
     return NotFoundError("node '" + name + "' does not exist");
   }
   const TimestampUs now = clock_->NowUs();
   return WriteThenApply(
-      [name, now](store::WriteTransaction& t) -> Status {
-        TESSERA_RETURN_IF_ERROR(t.PutNodeFlags(name, true, true));
+      [name, cordoned, draining, reason, now](store::WriteTransaction& t) -> Status {
+        TESSERA_RETURN_IF_ERROR(t.PutNodeFlags(name, cordoned, draining));
         v1::Event event;
         event.set_time_us(now);
         event.set_kind(v1::NODE_UPDATED);
         event.set_node(name);
-        event.set_reason("draining");
+        event.set_reason(reason);
         return t.AppendEvent(event).status();
       },
-      [this, name] { return engine_->SetNodeFlags(name, true, true); });
+      [this, name, cordoned, draining] { return engine_->SetNodeFlags(name, cordoned, draining); });
 }
 
 // --- Operations --------------------------------------------------------------------------------

@@ -214,6 +214,7 @@ void SchedulerImpl::WaitIdle() {
   // Each part can create work for another, so check until all are quiet at once: a round is
   // quiet only if no write was enqueued while it ran (a write's follow-up could otherwise be
   // posted after the strand was checked).
+  auto pause = std::chrono::microseconds(50);
   while (true) {
     const uint64_t writes_before = store_->WritesEnqueued();
     store_->Flush();
@@ -224,7 +225,9 @@ void SchedulerImpl::WaitIdle() {
              (next && *next <= clock_->NowUs());
     });
     if (!engine_busy && store_->WritesEnqueued() == writes_before && store_->Idle()) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    // Back off while work goes on, so that waiting does not take CPU from it.
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
 }
 
@@ -233,19 +236,35 @@ void SchedulerImpl::WaitIdle() {
 void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
                             std::function<void(const Status&)> durable) {
   const TimestampUs now = clock_->NowUs();
-  // The engine's own transitions cannot fail one by one (only the store as a whole can), so they
-  // skip the per-write savepoint, and a batch writes each job's row once, with its last status.
+  // Serialized here, on the decision thread, so that the store writer (the busier thread) only
+  // binds bytes. The engine's own transitions cannot fail one by one (only the store as a whole
+  // can), so they skip the per-write savepoint, and a batch writes each job's row once, with
+  // its last status.
+  struct Serialized {
+    uint64_t job_id;
+    v1::JobState state;
+    std::shared_ptr<const std::string> status;
+    std::vector<std::pair<int64_t, std::string>> events;  // time, payload.
+  };
+  auto serialized = std::make_shared<Serialized>();
+  serialized->job_id = update->job_id;
+  serialized->state = update->status.state();
+  serialized->status = std::make_shared<const std::string>(update->status.SerializeAsString());
+  for (const v1::Event& e : update->events) {
+    serialized->events.emplace_back(e.time_us(), e.SerializeAsString());
+  }
   store_->Write(
-      [update, now](store::WriteTransaction& t) -> Status {
-        t.DeferJobStatus(update->job_id, update->status, now);
-        for (const v1::Event& e : update->events) {
-          v1::Event event = e;
-          TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
+      [serialized, now](store::WriteTransaction& t) -> Status {
+        t.DeferJobStatus(serialized->job_id, serialized->state, serialized->status, now);
+        for (const auto& [time_us, payload] : serialized->events) {
+          TESSERA_RETURN_IF_ERROR(
+              t.AppendSerializedEvent(time_us, serialized->job_id, payload).status());
         }
         return Status::Ok();
       },
-      [this, durable = std::move(durable)](const Status& status) {
-        if (durable) Post([durable, status] { durable(status); });
+      // Moved into the strand task, so the engine's objects are also freed on its thread.
+      [this, durable = std::move(durable)](const Status& status) mutable {
+        if (durable) Post([durable = std::move(durable), status] { durable(status); });
       },
       /*isolated=*/false);
 }

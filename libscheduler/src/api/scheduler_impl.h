@@ -98,6 +98,9 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // Applies a queue or node change to the engine after it is durable, then replies.
   Status WriteThenApply(store::WriteFn write, std::function<Status()> apply);
   Status CheckOpen() const;
+  // Cordon and drain: durable flag, event, then the engine.
+  Status SetNodeFlags(const std::string& name, bool cordoned, bool draining,
+                      const std::string& reason);
 
   const Options options_;
   const std::shared_ptr<Clock> clock_;

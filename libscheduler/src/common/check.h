@@ -28,11 +28,11 @@ void ReportBug(const char* file, int line, std::string_view message);
 
 #define TESSERA_DCHECK(condition) assert(condition)
 
-#define TESSERA_CHECK(condition, message)                                                 \
-  do {                                                                                    \
-    if (!(condition)) {                                                                   \
-      ::tessera::check_internal::CheckFailed(__FILE__, __LINE__, #condition, (message));  \
-    }                                                                                     \
+#define TESSERA_CHECK(condition, message)                                                \
+  do {                                                                                   \
+    if (!(condition)) {                                                                  \
+      ::tessera::check_internal::CheckFailed(__FILE__, __LINE__, #condition, (message)); \
+    }                                                                                    \
   } while (0)
 
 #define TESSERA_BUG(message) ::tessera::check_internal::ReportBug(__FILE__, __LINE__, (message))

@@ -67,8 +67,7 @@ Status Engine::SetNodeFlags(const std::string& name, bool cordoned, bool drainin
 }
 
 bool Engine::HasNode(const std::string& name) const {
-  auto* self = const_cast<Engine*>(this);
-  NodeState* node = self->cluster_.Find(name);
+  const NodeState* node = cluster_.Find(name);
   return node && node->present();
 }
 

@@ -79,4 +79,9 @@ NodeState* Cluster::Find(const std::string& name) {
   return it == by_name_.end() ? nullptr : &nodes_[it->second];
 }
 
+const NodeState* Cluster::Find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &nodes_[it->second];
+}
+
 }  // namespace tessera

@@ -26,6 +26,7 @@ class Cluster {
   void RemoveNode(NodeIndexId id);
 
   NodeState* Find(const std::string& name);
+  const NodeState* Find(const std::string& name) const;
   NodeState& node(NodeIndexId id) { return nodes_[id]; }
   const NodeState& node(NodeIndexId id) const { return nodes_[id]; }
   const std::vector<NodeState>& nodes() const { return nodes_; }

@@ -325,17 +325,18 @@ StatusOr<std::vector<v1::Event>> Store::ReadEvents(uint64_t after_seq, int max_e
   TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
   TESSERA_ASSIGN_OR_RETURN(
       StatementRef s,
-      reader.db().Prepare("SELECT payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?"));
+      reader.db().Prepare("SELECT seq, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?"));
   s->BindInt(1, static_cast<int64_t>(after_seq));
   s->BindInt(2, max_events);
   while (true) {
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) return events;
-    const std::string_view blob = s->ColumnBlob(0);
+    const std::string_view blob = s->ColumnBlob(1);
     v1::Event event;
     if (!event.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
       return FailedPreconditionError("store: corrupt event record");
     }
+    event.set_seq(static_cast<uint64_t>(s->ColumnInt(0)));
     events.push_back(std::move(event));
   }
 }

@@ -61,11 +61,16 @@ StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t prior
 }
 
 Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us) {
+  return WriteJobStatus(id, status.state(), status.SerializeAsString(), now_us);
+}
+
+Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, const std::string& status,
+                                        int64_t now_us) {
   TESSERA_ASSIGN_OR_RETURN(
       StatementRef s,
       db_.Prepare("UPDATE jobs SET state = ?, status = ?, update_time_us = ? WHERE id = ?"));
-  s->BindInt(1, status.state());
-  s->BindBlob(2, status.SerializeAsString());
+  s->BindInt(1, state);
+  s->BindBlob(2, status);
   s->BindInt(3, now_us);
   s->BindInt(4, static_cast<int64_t>(id));
   TESSERA_RETURN_IF_ERROR(s->Run());
@@ -73,34 +78,46 @@ Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& statu
   return Status::Ok();
 }
 
-void WriteTransaction::DeferJobStatus(uint64_t id, v1::JobStatus status, int64_t now_us) {
+void WriteTransaction::DeferJobStatus(uint64_t id, v1::JobState state,
+                                      std::shared_ptr<const std::string> status, int64_t now_us) {
   Deferred& d = deferred_[id];
+  d.state = state;
   d.status = std::move(status);
   d.now_us = now_us;
 }
 
 Status WriteTransaction::FlushDeferred() {
   for (const auto& [id, d] : deferred_) {
-    TESSERA_RETURN_IF_ERROR(UpdateJobStatus(id, d.status, d.now_us));
+    TESSERA_RETURN_IF_ERROR(WriteJobStatus(id, d.state, *d.status, d.now_us));
   }
   deferred_.clear();
   return Status::Ok();
 }
 
 StatusOr<uint64_t> WriteTransaction::AppendEvent(v1::Event& event) {
+  // The payload leaves seq out: the column holds it, and readers put it back.
+  const uint64_t seq = next_event_seq_;
+  event.clear_seq();
+  TESSERA_ASSIGN_OR_RETURN(uint64_t appended, AppendSerializedEvent(event.time_us(), event.job_id(),
+                                                                    event.SerializeAsString()));
+  event.set_seq(seq);
+  return appended;
+}
+
+StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint64_t job_id,
+                                                           const std::string& payload) {
   TESSERA_ASSIGN_OR_RETURN(
       StatementRef s,
       db_.Prepare("INSERT INTO events (seq, time_us, job_id, payload) VALUES (?, ?, ?, ?)"));
   const uint64_t seq = next_event_seq_;
-  event.set_seq(seq);
   s->BindInt(1, static_cast<int64_t>(seq));
-  s->BindInt(2, event.time_us());
-  if (event.job_id() != 0) {
-    s->BindInt(3, static_cast<int64_t>(event.job_id()));
+  s->BindInt(2, time_us);
+  if (job_id != 0) {
+    s->BindInt(3, static_cast<int64_t>(job_id));
   } else {
     s->BindNull(3);
   }
-  s->BindBlob(4, event.SerializeAsString());
+  s->BindBlob(4, payload);
   TESSERA_RETURN_IF_ERROR(s->Run());
   ++next_event_seq_;
   return seq;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -29,16 +30,21 @@ class WriteTransaction {
   StatusOr<uint64_t> InsertJob(const v1::Job& job, int32_t priority, int64_t now_us);
   // Replaces the status (and state column) of an existing job. Errors: NOT_FOUND.
   Status UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us);
-  // The same, written once at the end of the batch: when one batch carries several updates of a
-  // job (admitted, starting, running), only the last reaches the table. For operations that do
-  // not run in their own savepoint (see GroupCommit).
-  void DeferJobStatus(uint64_t id, v1::JobStatus status, int64_t now_us);
+  // The same, with the status already serialized (so the caller's thread pays for it), written
+  // once at the end of the batch: when one batch carries several updates of a job (admitted,
+  // starting, running), only the last reaches the table. For operations that do not run in
+  // their own savepoint (see GroupCommit).
+  void DeferJobStatus(uint64_t id, v1::JobState state, std::shared_ptr<const std::string> status,
+                      int64_t now_us);
   // Writes the deferred statuses. Called by the writer before it commits.
   Status FlushDeferred();
 
   // --- Events. Assigns and returns the next sequence number (gap-free: the writer rewinds it
-  // when an operation or a commit fails).
+  // when an operation or a commit fails) and sets it in `event`.
   StatusOr<uint64_t> AppendEvent(v1::Event& event);
+  // The same for an event serialized by the caller, without its seq (readers fill it in).
+  StatusOr<uint64_t> AppendSerializedEvent(int64_t time_us, uint64_t job_id,
+                                           const std::string& payload);
 
   // --- Queues.
   StatusOr<bool> QueueExists(const std::string& name);
@@ -55,9 +61,11 @@ class WriteTransaction {
 
  private:
   struct Deferred {
-    v1::JobStatus status;
+    v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+    std::shared_ptr<const std::string> status;
     int64_t now_us = 0;
   };
+  Status WriteJobStatus(uint64_t id, v1::JobState state, const std::string& status, int64_t now_us);
   Database& db_;
   uint64_t next_event_seq_;
   std::unordered_map<uint64_t, Deferred> deferred_;
