@@ -45,6 +45,22 @@ TEST_CASE("lifecycle: a submitted job runs for its simulated duration and succee
     CHECK((*events)[i].seq() == (*events)[i - 1].seq() + 1);
 }
 
+TEST_CASE("lifecycle: NextWakeupUs tells a simulation when the next task ends") {
+  auto t = OpenCluster(OneNode(8));
+  CHECK_FALSE(t->NextWakeupUs().has_value());
+  const TimestampUs start = t.clock->NowUs();
+  MustSubmit(t.scheduler.get(),
+             JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(30'000).Build());
+  MustSubmit(t.scheduler.get(),
+             JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(5'000).Build());
+  t->WaitIdle();
+  REQUIRE(t->NextWakeupUs().has_value());
+  CHECK(*t->NextWakeupUs() == start + 5'000'000);
+  t.clock->AdvanceToUs(*t->NextWakeupUs());
+  t->WaitIdle();
+  CHECK(*t->NextWakeupUs() == start + 30'000'000);
+}
+
 TEST_CASE("lifecycle: a task that exits non-zero fails the job and stops its other tasks") {
   auto t = OpenCluster(OneNode(8));
   v1::JobSpec spec =

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,12 @@ class TESSERA_EXPORT Scheduler {
   // Blocks until no decision, executor report or store write is outstanding. With a
   // ManualClock this makes a test or simulation step deterministic.
   virtual void WaitIdle() = 0;
+
+  // The earliest clock time at which the scheduler has something to do (a simulated task
+  // ending, a retry, a periodic refresh), or nullopt when nothing is scheduled. A simulation
+  // drives a ManualClock by advancing it to min(next arrival, NextWakeupUs()) and calling
+  // WaitIdle(), skipping the idle time in between.
+  virtual std::optional<TimestampUs> NextWakeupUs() = 0;
 };
 
 }  // namespace tessera

@@ -231,6 +231,10 @@ void SchedulerImpl::WaitIdle() {
   }
 }
 
+std::optional<TimestampUs> SchedulerImpl::NextWakeupUs() {
+  return Call<std::optional<TimestampUs>>([this] { return engine_->timers().NextDeadline(); });
+}
+
 // --- EngineHost ---------------------------------------------------------------------------------
 
 void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,

@@ -74,6 +74,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   void PauseDecisions() override;
   void ResumeDecisions() override;
   void WaitIdle() override;
+  std::optional<TimestampUs> NextWakeupUs() override;
 
  private:
   SchedulerImpl(const Options& options, std::shared_ptr<Clock> clock,
