@@ -127,6 +127,23 @@ TEST_CASE("lifecycle: an elastic job starts with what fits, at least its minimum
   CHECK(got.status().placements_size() == 5);
 }
 
+TEST_CASE("lifecycle: an elastic job grows into capacity nobody else wants") {
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  const uint64_t other =
+      MustSubmit(s, JobSpecBuilder("default").Gpus(3).SimulatedDurationMs(10'000).Build()).id();
+  const uint64_t elastic =
+      MustSubmit(s, JobSpecBuilder("default").Elastic(2, 8).Gpus(1).Build()).id();
+  t->WaitIdle();
+  CHECK(MustGet(s, elastic).status().placements_size() == 5);
+  t.clock->AdvanceUs(10'000'000);
+  t->WaitIdle();
+  CHECK(MustGet(s, other).status().state() == v1::SUCCEEDED);
+  const v1::Job grown = MustGet(s, elastic);
+  CHECK(grown.status().placements_size() == 8);
+  CHECK(t->GetQueue("default")->status().allocated().gpu_milli() == 8000);
+}
+
 TEST_CASE("lifecycle: a job no node could run is accepted as infeasible, with the reason") {
   auto t = OpenCluster(OneNode(8));
   const v1::Job job = MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(16).Build());

@@ -107,6 +107,13 @@ class TESSERA_EXPORT Scheduler {
   // Cordons a node and lets its running tasks finish. Errors: NOT_FOUND.
   virtual Status DrainNode(const std::string& name) = 0;
 
+  // Takes a GPU reading (utilisation, memory, temperature, power, ECC and XID errors). A fatal
+  // error marks the GPU failed (no new work; its tasks are requeued, see
+  // Options::gpu_health); running too hot keeps new work off it until it cools. A failed GPU
+  // comes back when its node is uncordoned. Backends report through the same path.
+  // Errors: NOT_FOUND (node), INVALID_ARGUMENT (gpu index out of range).
+  virtual Status ReportTelemetry(const v1::GpuTelemetry& reading) = 0;
+
   // --- Operations -------------------------------------------------------------------------
 
   virtual v1::SchedulerStats GetStats() = 0;

@@ -144,6 +144,11 @@ Status SchedulerImpl::SetNodeFlags(const std::string& name, bool cordoned, bool 
       [this, name, cordoned, draining] { return engine_->SetNodeFlags(name, cordoned, draining); });
 }
 
+Status SchedulerImpl::ReportTelemetry(const v1::GpuTelemetry& reading) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  return Call<Status>([&] { return engine_->OnTelemetry(reading); });
+}
+
 // --- Operations --------------------------------------------------------------------------------
 
 v1::SchedulerStats SchedulerImpl::GetStats() {

@@ -273,6 +273,16 @@ void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
       /*isolated=*/false);
 }
 
+void SchedulerImpl::PersistEvent(v1::Event event) {
+  auto payload = std::make_shared<std::string>(event.SerializeAsString());
+  const int64_t time_us = event.time_us();
+  store_->Write(
+      [payload, time_us](store::WriteTransaction& t) -> Status {
+        return t.AppendSerializedEvent(time_us, 0, *payload).status();
+      },
+      nullptr, /*isolated=*/false);
+}
+
 void SchedulerImpl::InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) {
   std::lock_guard<std::mutex> lock(feasibility_mu_);
   feasibility_ = std::move(feasibility);

@@ -68,6 +68,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   StatusOr<std::vector<v1::Node>> ListNodes() override;
   Status CordonNode(const std::string& name, bool cordoned) override;
   Status DrainNode(const std::string& name) override;
+  Status ReportTelemetry(const v1::GpuTelemetry& reading) override;
 
   v1::SchedulerStats GetStats() override;
   Status Backup(const std::string& path) override;
@@ -87,6 +88,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   void Persist(std::shared_ptr<const JobUpdate> update,
                std::function<void(const Status&)> durable) override;
   void RequestDecisions() override;
+  void PersistEvent(v1::Event event) override;
   void InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) override;
 
   // Runs `fn` on the decision strand, then re-arms the timer.

@@ -6,11 +6,27 @@
 
 namespace tessera {
 
+namespace {
+
+// The standard filters plus the one that keeps reserved nodes for their job.
+std::vector<std::unique_ptr<NodeFilter>> EngineFilters(const ReservationBook& book,
+                                                       ReservationFilter** reservation_filter) {
+  std::vector<std::unique_ptr<NodeFilter>> filters = DefaultFilters();
+  auto reservation = std::make_unique<ReservationFilter>(book);
+  *reservation_filter = reservation.get();
+  filters.push_back(std::move(reservation));
+  return filters;
+}
+
+}  // namespace
+
 Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
     : options_(options),
       clock_(clock),
       host_(host),
-      placer_(cluster_, index_, MakeScorer(options.placement)),
+      preemption_guard_(options.preemption),
+      placer_(cluster_, index_, MakeScorer(options.placement),
+              EngineFilters(reservations_, &reservation_filter_)),
       queues_(
           std::chrono::duration_cast<std::chrono::microseconds>(options.fair_share.usage_half_life)
               .count()),
@@ -55,11 +71,11 @@ Status Engine::AddNodes(const std::vector<v1::NodeSpec>& specs) {
 Status Engine::SetNodeFlags(const std::string& name, bool cordoned, bool draining) {
   NodeState* node = cluster_.Find(name);
   if (!node || !node->present()) return NotFoundError("node '" + name + "' does not exist");
-  const bool was_schedulable = node->Schedulable();
+  if (!cordoned && !draining) ClearFailedGpus(*node);  // an operator vouches for the node again.
   node->set_cordoned(cordoned || draining);
   node->set_draining(draining);
   placer_.Refresh(node->id());
-  if (!was_schedulable && node->Schedulable()) {
+  if (node->Schedulable()) {
     capacity_freed_ = true;
     host_.RequestDecisions();
   }
@@ -95,6 +111,10 @@ std::vector<v1::Node> Engine::Nodes() const {
     status->set_draining(n.draining());
     *status->mutable_allocated() = n.Allocated().ToProto();
     status->set_running_tasks(n.running_tasks());
+    for (size_t i = 0; i < n.gpus().size(); ++i) {
+      auto it = gpu_health_.find({n.id(), static_cast<int>(i)});
+      if (it != gpu_health_.end()) *status->add_gpus() = it->second;
+    }
     out.push_back(std::move(node));
   }
   return out;
@@ -225,6 +245,12 @@ v1::SchedulerStats Engine::Stats() const {
   for (const NodeState& n : cluster_.nodes()) nodes += n.present() ? 1 : 0;
   stats.set_nodes(nodes);
   stats.set_queues(static_cast<int64_t>(queues_.All().size()));
+  stats.set_reservations(static_cast<int64_t>(reservations_.size()));
+  stats.set_backfilled(backfilled_);
+  *stats.mutable_reservation_latency() = reservation_latency_.Summary();
+  stats.set_preemptions(preempted_);
+  *stats.mutable_preemption_latency() = preemption_latency_.Summary();
+  stats.set_lost_gpu_seconds(lost_gpu_us_ / 1'000'000);
   return stats;
 }
 

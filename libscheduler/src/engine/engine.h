@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -25,12 +26,15 @@
 #include "common/latency_histogram.h"
 #include "engine/executor.h"
 #include "engine/job_record.h"
+#include "engine/reservations.h"
 #include "engine/timer_queue.h"
 #include "fairshare/queue_tree.h"
 #include "model/cluster.h"
 #include "placement/feasibility.h"
 #include "placement/node_index.h"
 #include "placement/placer.h"
+#include "preemption/preemption_guard.h"
+#include "preemption/preemption_planner.h"
 #include "tessera/clock.h"
 #include "tessera/options.h"
 #include "tessera/v1/event.pb.h"
@@ -57,6 +61,8 @@ class EngineHost {
   // After every call into the engine the host also arms a wake-up for timers().NextDeadline()
   // and calls OnTimeAdvanced when it comes.
   virtual void RequestDecisions() = 0;
+  // Makes an event that concerns no job (a node's health) durable.
+  virtual void PersistEvent(v1::Event event) = 0;
   // The inventory changed; here is a snapshot for checking submits off the strand.
   virtual void InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) = 0;
 };
@@ -76,6 +82,8 @@ class Engine final : public ExecutorEvents {
   Status AddNodes(const std::vector<v1::NodeSpec>& specs);
   Status SetNodeFlags(const std::string& name, bool cordoned, bool draining);
   std::vector<v1::Node> Nodes() const;
+  // GPU telemetry. Errors: NOT_FOUND (node), INVALID_ARGUMENT (gpu index).
+  Status OnTelemetry(const v1::GpuTelemetry& reading);
   bool HasNode(const std::string& name) const;
 
   // --- Queues (call after the change is durable). Errors as QueueTree.
@@ -126,6 +134,8 @@ class Engine final : public ExecutorEvents {
   void StopTasks(JobRecord& job);
   v1::JobStatus BuildStatus(const JobRecord& job) const;
   v1::Event MakeEvent(const JobRecord& job, v1::JobState from, const std::string& reason) const;
+  // A JOB_UPDATED event: something changed without a change of state.
+  v1::Event MakeUpdateEvent(const JobRecord& job, const std::string& reason) const;
   void Persist(JobRecord& job, std::vector<v1::Event> events,
                std::function<void(const Status&)> durable = nullptr);
   void SendPersist(std::shared_ptr<const JobUpdate> update,
@@ -142,7 +152,56 @@ class Engine final : public ExecutorEvents {
   void SetState(JobRecord& job, v1::JobState state);
 
   // engine_decisions.cc
+  // Pending jobs looked at per queue, and in all, by one backfill pass (as Slurm's
+  // bf_max_job_test bounds its backfill): enough to fill gaps, bounded in cost.
+  static constexpr size_t kBackfillDepthPerQueue = 64;
+  static constexpr int kBackfillAttemptsPerPass = 1024;
+  // A queue's scan stops after this many jobs in a row that did not fit.
+  static constexpr int kBackfillMissesPerQueue = 8;
+
   void Decide(QueueId leaf, JobRecord& job);
+  // Places `job` if quotas and capacity allow. On failure, Decide blocks the queue and may
+  // reserve; holders and backfill candidates just stay pending.
+  bool TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_reserve);
+  void PlaceReservationHolders();
+  void Backfill();
+  void PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result);
+
+  // engine_reservations.cc
+  // Reserves nodes for the pass's reservation candidate, which did not fit, if a slot is free
+  // (or it comes strictly before a holder in fair order) and the running jobs' time limits
+  // tell when it could start.
+  void PlanReservation();
+  // A job without a time limit that has run past default_runtime_estimate is assumed to end
+  // this long from now when a reservation is planned (and the plan is revisited then).
+  static constexpr int64_t kOverdueReplanUs = 5 * 60 * 1'000'000LL;
+  void TryReserve(JobRecord& job);
+  void DropReservation(JobRecord& job);
+  void OnReservationDue(uint64_t job_id, TimestampUs start_us);
+  void ArmTimeLimit(JobRecord& job);
+
+  // engine_preemption.cc
+  // Stops cheaper work so that `job`, which does not fit, can run: elastic jobs shrink first,
+  // then lower-priority jobs (or, for a queue below its guarantee, jobs of queues that
+  // borrowed) are preempted. Returns true when a plan is under way.
+  bool TryPreempt(JobRecord& job);
+  void Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption = true);
+  void Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
+              const std::string& reason);
+  // The job no longer waits for victims (placed, or gave up): its claim on freed room ends.
+  void FinishWaitingForVictims(JobRecord& job);
+  void ArmPreemptionRetry(TimestampUs at);
+  void RequeuePreempted(JobRecord& job);
+  TimestampUs LastCheckpoint(const JobRecord& job, TimestampUs now) const;
+  void IndexTask(uint64_t job, const PlacedTask& task);
+  // engine_elastic.cc
+  void GrowElastic();
+
+  // engine_health.cc
+  void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
+  void ClearFailedGpus(NodeState& node);
+  void PersistNodeEvent(const std::string& node, const std::string& reason);
+  void UnindexTask(uint64_t job, const PlacedTask& task);
 
   const Options options_;
   const Clock& clock_;
@@ -151,6 +210,12 @@ class Engine final : public ExecutorEvents {
 
   Cluster cluster_;
   NodeIndex index_;
+  ReservationBook reservations_;
+  PreemptionPlanner preemption_planner_;
+  PreemptionGuard preemption_guard_;
+  // Live tasks on each node (job id, task index): the victims preemption can see there.
+  std::vector<std::vector<std::pair<uint64_t, int32_t>>> tasks_by_node_;
+  ReservationFilter* reservation_filter_ = nullptr;  // owned by placer_.
   Placer placer_;
   QueueTree queues_;
   TimerQueue timers_;
@@ -159,6 +224,21 @@ class Engine final : public ExecutorEvents {
   std::unordered_map<uint64_t, JobRecord> jobs_;
   std::set<uint64_t> infeasible_jobs_;
   bool capacity_freed_ = false;
+  bool backfill_due_ = false;
+  bool growth_due_ = false;          // capacity freed or an elastic job started.
+  std::set<uint64_t> elastic_jobs_;  // running elastic jobs.
+  // Start times of running preemptible jobs, by priority: tells at a glance whether any job
+  // could be a victim (lower priority, past the minimum runtime) before searching nodes.
+  std::map<int32_t, std::multiset<TimestampUs>> preemptible_running_;
+  std::map<std::pair<NodeIndexId, int>, v1::GpuState> gpu_health_;  // GPUs with readings.
+  uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
+  LatencyHistogram reservation_latency_;
+  LatencyHistogram preemption_latency_;
+  int64_t preempted_ = 0;
+  TimestampUs preemption_retry_at_ = 0;
+  // Per queue: what jobs waiting for their victims will take once they are gone.
+  std::unordered_map<QueueId, ResourceVector> incoming_;
+  int64_t lost_gpu_us_ = 0;
   bool paused_ = false;
   bool store_degraded_ = false;
   struct FailedPersist {
@@ -174,6 +254,7 @@ class Engine final : public ExecutorEvents {
   // Statistics.
   int64_t decisions_ = 0;
   int64_t placements_ = 0;
+  int64_t backfilled_ = 0;
   int64_t finished_ = 0;
   int64_t running_jobs_ = 0;
   int64_t pending_jobs_ = 0;

@@ -9,10 +9,26 @@ bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
   if (capacity_freed_) {
     queues_.UnblockCapacity();
     capacity_freed_ = false;
+    // Jobs holding reservations were first in line when they blocked: they go first.
+    PlaceReservationHolders();
+    backfill_due_ = true;
+    growth_due_ = !elastic_jobs_.empty();
   }
   while (true) {
     const std::optional<QueueId> leaf = queues_.PickLeaf();
-    if (!leaf) return false;
+    if (!leaf) {
+      if (backfill_due_) {
+        backfill_due_ = false;
+        Backfill();
+      }
+      PlanReservation();
+      // What no pending job could use is idle: elastic jobs may grow into it.
+      if (growth_due_) {
+        growth_due_ = false;
+        GrowElastic();
+      }
+      return false;
+    }
     const std::optional<PendingKey> head = queues_.Head(*leaf);
     JobRecord& job = jobs_.at(head->job_id);
     const auto start = std::chrono::steady_clock::now();
@@ -21,11 +37,77 @@ bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
     decision_latency_.Record(
         std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
     ++decisions_;
-    if (end >= deadline) return queues_.PickLeaf().has_value();
+    if (end >= deadline) {
+      PlanReservation();
+      return queues_.PickLeaf().has_value() || backfill_due_;
+    }
+  }
+}
+
+void Engine::PlaceReservationHolders() {
+  std::vector<uint64_t> holders;
+  for (const Reservation& r : reservations_.all()) holders.push_back(r.job);
+  for (uint64_t id : holders) {
+    JobRecord* job = FindJob(id);
+    // Pending, or set aside while its victims stop.
+    if (!job || (!job->in_pending && !job->awaiting_victims)) continue;
+    TryPlace(job->queue, *job, /*on_failure_block_and_reserve=*/false);
+  }
+}
+
+void Engine::Backfill() {
+  // Jobs behind a head that does not fit: any job of a best-effort queue, and in strict queues
+  // only jobs that promise to end (a time limit). On nodes reserved whole for another job, a
+  // job goes only if it ends before the reservation starts (the filter checks).
+  int tried = 0;
+  // A shape that did not fit once this pass will not fit again for as many tasks and as long a
+  // time limit (a shorter limit may still fit on reserved nodes): skip its twins for free.
+  struct Failed {
+    TaskShape shape;
+    int min_tasks;
+    int64_t limit_us;  // 0: none, i.e. longest.
+  };
+  std::vector<Failed> failed;
+  auto longer_or_equal = [](int64_t a, int64_t b) { return a == 0 || (b != 0 && a >= b); };
+  auto failed_before = [&](const JobRecord& job, int min_tasks) {
+    for (const Failed& f : failed) {
+      const TaskShape& shape = f.shape;
+      if (f.min_tasks <= min_tasks && longer_or_equal(job.time_limit_us, f.limit_us) &&
+          shape.cpu_milli == job.shape.cpu_milli && shape.memory_mib == job.shape.memory_mib &&
+          shape.gpu_count == job.shape.gpu_count && shape.gpu_milli == job.shape.gpu_milli &&
+          shape.gpu_memory_mib == job.shape.gpu_memory_mib && shape.models == job.shape.models &&
+          shape.same_nvlink == job.shape.same_nvlink) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (QueueId leaf : queues_.LeavesWithPending()) {
+    const bool strict = queues_.Spec(leaf).queueing() == v1::STRICT_FIFO;
+    int misses = 0;
+    for (const PendingKey& key : queues_.PendingJobs(leaf, kBackfillDepthPerQueue)) {
+      if (tried >= kBackfillAttemptsPerPass) return;
+      if (misses >= kBackfillMissesPerQueue) break;
+      JobRecord& job = jobs_.at(key.job_id);
+      if ((strict && job.time_limit_us <= 0) || reservations_.Find(job.id)) continue;
+      const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+      if (failed_before(job, min_tasks)) continue;
+      ++tried;
+      if (TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false)) {
+        misses = 0;
+      } else {
+        ++misses;
+        if (failed.size() < 64) failed.push_back({job.shape, min_tasks, job.time_limit_us});
+      }
+    }
   }
 }
 
 void Engine::Decide(QueueId leaf, JobRecord& job) {
+  TryPlace(leaf, job, /*on_failure_block_and_reserve=*/true);
+}
+
+bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_reserve) {
   const bool first_start = job.PlacedTasks() == 0;
   const int min_tasks = first_start ? job.gang_min : 1;
   const int max_tasks = job.wanted_tasks - job.PlacedTasks();
@@ -39,18 +121,47 @@ void Engine::Decide(QueueId leaf, JobRecord& job) {
     job.reason = "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
                  (v && !v->cap ? "borrowing limit" : "cap") + " on " +
                  ResourceName(v ? v->resource : 0);
-    queues_.BlockOnQuota(leaf, blocker);
-    return;
+    if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, blocker);
+    return false;
   }
 
+  // Nodes reserved for another job are open to this one only if it ends before they are needed.
+  const std::optional<TimestampUs> ends_by =
+      job.time_limit_us > 0 ? std::optional<TimestampUs>(clock_.NowUs() + job.time_limit_us)
+                            : std::nullopt;
+  reservation_filter_->SetPlacing(job.id, ends_by);
   PlacementResult result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
   if (!result.placed()) {
-    job.reason = result.reason;
-    queues_.BlockOnCapacity(leaf);
-    return;
+    if (on_failure_block_and_reserve) {
+      job.reason = result.reason;
+      // The first job of a pass that does not fit is the one most deserving a reservation;
+      // planning it waits for the end of the pass, so a decision stays cheap.
+      // A job that preempts waits aside, with the freed nodes reserved for it; the next job
+      // of its queue may then try, so the queue is not blocked.
+      if (TryPreempt(job)) return false;
+      if (options_.engine.max_reservations > 0 && reservation_candidate_ == 0) {
+        reservation_candidate_ = job.id;
+      }
+      queues_.BlockOnCapacity(leaf);
+      // Jobs behind this head may fit where it does not.
+      if (queues_.PendingCount(leaf) > 1) backfill_due_ = true;
+    }
+    return false;
   }
+  PlaceResult(leaf, job, std::move(result));
+  return true;
+}
 
+void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
+  const bool first_start = job.PlacedTasks() == 0;
   ++placements_;
+  for (const TaskAllocation& a : result.tasks) {
+    if (reservations_.HeldWholeForOther(a.node, job.id)) {
+      ++backfilled_;
+      break;
+    }
+  }
+  if (reservations_.Find(job.id)) DropReservation(job);
   const TimestampUs now = clock_.NowUs();
   ResourceVector delta;
   std::vector<int32_t> placed;
@@ -60,8 +171,10 @@ void Engine::Decide(QueueId leaf, JobRecord& job) {
     task.allocation = a;
     placed.push_back(task.index);
     job.tasks.push_back(task);
+    IndexTask(job.id, task);
     delta += a.Vector();
   }
+  FinishWaitingForVictims(job);
   queues_.AddAllocation(leaf, delta, now);
   job.allocated += delta;
   // An elastic job starts with what fits (at least its minimum) and grows later through the
@@ -70,9 +183,13 @@ void Engine::Decide(QueueId leaf, JobRecord& job) {
 
   const v1::JobState from = job.state;
   std::string reason;
+  if (first_start && job.elastic) {
+    elastic_jobs_.insert(job.id);
+    growth_due_ = true;
+  }
   if (first_start) {
+    job.start_time_us = now;  // before SetState, which indexes running jobs by start.
     SetState(job, v1::ADMITTED);
-    job.start_time_us = now;
     reason = "placed " + std::to_string(placed.size()) + " task(s)";
   } else {
     reason = "placed " + std::to_string(placed.size()) + " more task(s)";

@@ -37,6 +37,14 @@ void Engine::SetState(JobRecord& job, v1::JobState state) {
   if (was_running != is_running) {
     running_jobs_ += is_running ? 1 : -1;
     queues_.AdjustRunning(job.queue, is_running ? 1 : -1);
+    if (job.preemptible && is_running) {
+      job.indexed_start_us = job.start_time_us;
+      preemptible_running_[job.key.priority].insert(job.indexed_start_us);
+    } else if (job.preemptible) {
+      auto& starts = preemptible_running_[job.key.priority];
+      if (auto it = starts.find(job.indexed_start_us); it != starts.end()) starts.erase(it);
+      if (starts.empty()) preemptible_running_.erase(job.key.priority);
+    }
   }
   job.state = state;
 }
@@ -100,6 +108,11 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   }
   job.same_node = spec.topology().tasks_same_node();
   job.grace_ms = spec.checkpoint_grace_s() * 1000;
+  job.time_limit_us = spec.time_limit_s() * 1'000'000;
+  job.checkpoint_every_us = spec.simulation().checkpoint_every_ms() * 1000;
+  job.preemptions = status.preemptions();
+  job.losses = status.losses();
+  job.last_checkpoint_us = status.last_checkpoint_us();
   job.sim_duration_ms = spec.simulation().duration_ms();
   job.sim_exit_code = spec.simulation().exit_code();
   job.attempt = std::max(1, status.attempt());
@@ -137,18 +150,31 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
       if (t.exited) continue;
       if (all_alive) {
         placer_.Apply(t.allocation);
+        IndexTask(job.id, t);
         queues_.AddAllocation(job.queue, t.allocation.Vector(), clock_.NowUs());
         job.allocated += t.allocation.Vector();
       } else if (live && live->count(TaskRef{job.id, job.attempt, t.index})) {
         executor_->Stop(TaskRef{job.id, job.attempt, t.index}, 0);
       }
     }
+    if (!all_alive && job.state == v1::PREEMPTING) {
+      // It was being preempted when the scheduler stopped: finish that, not a loss.
+      job.preempting = true;
+      RequeuePreempted(job);
+      return;
+    }
     if (!all_alive) {
       Requeue(job, "tasks not found after a restart");
       return;
     }
     job.tasks = std::move(tasks_found);
-    if (!job.elastic && job.PlacedTasks() < job.wanted_tasks) AddPending(job);
+    if (job.state == v1::PREEMPTING) {
+      job.preempting = true;
+      for (PlacedTask& t : job.tasks) t.stopping = !t.exited;
+      StopTasks(job);
+    }
+    if (!job.elastic && !job.preempting && job.PlacedTasks() < job.wanted_tasks) AddPending(job);
+    if (job.elastic && !job.preempting) elastic_jobs_.insert(job.id);
     if (job.cancel_requested) StopTasks(job);
     MaybeFinish(job);
     return;
@@ -171,6 +197,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
 
 void Engine::Requeue(JobRecord& job, const std::string& reason) {
   const v1::JobState from = job.state;
+  elastic_jobs_.erase(job.id);
   for (PlacedTask& t : job.tasks) {
     if (!t.exited) ReleaseTask(job, t);
   }
@@ -182,10 +209,12 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
   job.next_task_index = 0;
   job.failing = false;
   job.start_time_us = 0;
-  if (job.attempt >= options_.engine.max_attempts) {
+  DropReservation(job);
+  ++job.losses;
+  if (job.losses >= options_.engine.max_attempts) {
     SetState(job, v1::FAILED);
     job.end_time_us = clock_.NowUs();
-    job.reason = "lost " + std::to_string(job.attempt) + " times; giving up";
+    job.reason = "lost " + std::to_string(job.losses) + " times; giving up";
     events.push_back(MakeEvent(job, v1::LOST, job.reason));
     Persist(job, std::move(events));
     ++finished_;
@@ -208,6 +237,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
 
 void Engine::ReleaseTask(JobRecord& job, PlacedTask& task) {
   task.exited = true;
+  UnindexTask(job.id, task);
   placer_.Release(task.allocation);
   const ResourceVector held = task.allocation.Vector();
   queues_.SubtractAllocation(job.queue, held, clock_.NowUs());
@@ -251,6 +281,7 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_
     executor_->Launch(request);
   }
   if (job->state == v1::ADMITTED) {
+    ArmTimeLimit(*job);
     SetState(*job, v1::STARTING);
     Persist(*job, {MakeEvent(*job, v1::ADMITTED, "launch sent")});
   }
@@ -277,7 +308,11 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
   if (!task || task->exited) return;
   task->exit_code = exit_code;
   ReleaseTask(*job, *task);
-  if (exit_code != 0 && !job->cancel_requested && !job->failing) {
+  if (task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0) {
+    // A task stopped to shrink the job: the job runs on with fewer, and the store says so.
+    Persist(*job, {MakeUpdateEvent(*job, "task " + std::to_string(ref.task) + " stopped")});
+  }
+  if (exit_code != 0 && !task->stopping && !job->cancel_requested && !job->failing) {
     job->failing = true;
     job->reason =
         "task " + std::to_string(ref.task) + " exited with code " + std::to_string(exit_code);
@@ -288,6 +323,10 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
 
 void Engine::MaybeFinish(JobRecord& job) {
   if (job.LiveTasks() > 0) return;
+  if (job.preempting && !job.cancel_requested) {
+    RequeuePreempted(job);
+    return;
+  }
   v1::JobState end;
   if (job.cancel_requested) {
     end = v1::CANCELLED;
@@ -301,7 +340,9 @@ void Engine::MaybeFinish(JobRecord& job) {
     job.reason.clear();
   }
   RemovePending(job);
+  DropReservation(job);
   infeasible_jobs_.erase(job.id);
+  elastic_jobs_.erase(job.id);
   const v1::JobState from = job.state;
   SetState(job, end);
   job.end_time_us = clock_.NowUs();
@@ -324,6 +365,8 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
   infeasible_jobs_.erase(id);
   job->infeasible = false;
   RemovePending(*job);
+  DropReservation(*job);
+  FinishWaitingForVictims(*job);
   auto reply = [done](v1::JobStatus status) {
     return [done, status = std::move(status)](const Status& s) {
       if (s.ok()) {
@@ -362,6 +405,10 @@ v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
   s.set_cancel_requested(job.cancel_requested);
   s.set_priority(job.key.priority);
   s.set_preemptible(job.preemptible);
+  s.set_preemptions(job.preemptions);
+  s.set_losses(job.losses);
+  s.set_last_checkpoint_us(job.last_checkpoint_us);
+  s.set_reserved_start_us(job.reserved_start_us);
   for (const PlacedTask& t : job.tasks) {
     v1::TaskPlacement* p = s.add_placements();
     p->set_index(t.index);
@@ -388,6 +435,12 @@ v1::Event Engine::MakeEvent(const JobRecord& job, v1::JobState from,
   e.set_reason(reason);
   e.set_attempt(job.attempt);
   if (!job.tasks.empty()) e.set_node(cluster_.node(job.tasks.front().allocation.node).name());
+  return e;
+}
+
+v1::Event Engine::MakeUpdateEvent(const JobRecord& job, const std::string& reason) const {
+  v1::Event e = MakeEvent(job, job.state, reason);
+  e.set_kind(v1::JOB_UPDATED);
   return e;
 }
 

@@ -55,6 +55,9 @@ class Executor {
   virtual void Launch(const LaunchRequest& request) = 0;
   // Asks the task to stop; it must exit within `grace_ms`, then is killed.
   virtual void Stop(const TaskRef& task, int64_t grace_ms) = 0;
+  // The job now runs `tasks` tasks: some were stopped to shrink it (elastic jobs), or added to
+  // grow it. Informational: frameworks that rebalance work listen for it.
+  virtual void Resize(const TaskRef& job, int tasks) {}
   // Tasks still alive (for reconciliation after a restart).
   virtual std::vector<TaskRef> LiveTasks() = 0;
 };

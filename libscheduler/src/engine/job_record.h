@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct PlacedTask {
   bool launched = false;
   bool started = false;
   bool exited = false;
+  bool stopping = false;  // stopped on purpose (preemption, shrink): not a failure.
   int32_t exit_code = 0;
 };
 
@@ -35,7 +37,9 @@ struct JobRecord {
   int32_t gang_min = 1;      // tasks that must start together.
   bool elastic = false;
   bool same_node = false;
-  int64_t grace_ms = 0;  // notice given before a stop turns into a kill.
+  int64_t grace_ms = 0;             // notice given before a stop turns into a kill.
+  int64_t time_limit_us = 0;        // 0 = none.
+  int64_t checkpoint_every_us = 0;  // simulation: checkpoints this often while running.
   int64_t sim_duration_ms = 0;
   int32_t sim_exit_code = 0;
 
@@ -50,7 +54,18 @@ struct JobRecord {
   bool in_pending = false;  // in its queue's pending set.
   bool infeasible = false;
   bool cancel_requested = false;
-  bool failing = false;  // a task failed; the rest are being stopped.
+  bool failing = false;           // a task failed; the rest are being stopped.
+  bool preempting = false;        // being stopped to make room; requeued when its tasks are gone.
+  bool awaiting_victims = false;  // this job preempted others and waits for their tasks to go.
+  int32_t preemptions = 0;
+  int32_t losses = 0;
+  TimestampUs last_checkpoint_us = 0;
+  TimestampUs preempted_at_us = 0;
+  TimestampUs no_preemption_before_us = 0;
+  TimestampUs indexed_start_us = 0;  // the start under which it is in preemptible_running_.  //
+                                     // this job's last search hit a guard until then.
+  TimestampUs reserved_start_us = 0;
+  std::vector<NodeIndexId> reserved_nodes;  // of its backfill reservation, if it holds one.
   std::string reason;
 
   int LiveTasks() const {
@@ -59,6 +74,11 @@ struct JobRecord {
     return live;
   }
   int PlacedTasks() const { return static_cast<int>(tasks.size()); }
+  // When the job will have ended at the latest, if it has a time limit and has started.
+  std::optional<TimestampUs> EndsBy() const {
+    if (time_limit_us <= 0 || start_time_us == 0) return std::nullopt;
+    return start_time_us + time_limit_us;
+  }
 };
 
 }  // namespace tessera

@@ -1,5 +1,7 @@
 #include "engine/simulated_executor.h"
 
+#include <algorithm>
+
 #include "model/cluster.h"
 
 namespace tessera {
@@ -61,20 +63,26 @@ void SimulatedExecutor::Launch(const LaunchRequest& request) {
   });
   if (request.sim_duration_ms > 0) {
     const int exit_code = request.sim_exit_code;
-    run.exit_timer = timers_.Schedule(now + request.sim_duration_ms * 1000,
-                                      [this, ref, exit_code] { Exit(ref, exit_code); });
+    run.exit_at = now + request.sim_duration_ms * 1000;
+    run.exit_timer =
+        timers_.Schedule(run.exit_at, [this, ref, exit_code] { Exit(ref, exit_code); });
     run.has_exit_timer = true;
   }
 }
 
-void SimulatedExecutor::Stop(const TaskRef& task, int64_t /*grace_ms*/) {
+void SimulatedExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
   auto it = running_.find(task);
   if (it == running_.end()) return;
-  if (it->second.has_exit_timer) timers_.Cancel(it->second.exit_timer);
-  it->second.has_exit_timer = false;
-  // Report the exit from a timer, never from inside the caller's stack.
-  it->second.exit_timer =
-      timers_.Schedule(clock_.NowUs(), [this, task] { Exit(task, kStoppedExitCode); });
+  // A simulated task uses its whole grace period (to checkpoint, say) and then exits, unless
+  // it was about to end anyway. The exit is reported from a timer, never from inside the
+  // caller's stack.
+  const TimestampUs stop_at = clock_.NowUs() + std::max<int64_t>(grace_ms, 0) * 1000;
+  if (it->second.has_exit_timer) {
+    if (it->second.exit_at <= stop_at) return;
+    timers_.Cancel(it->second.exit_timer);
+  }
+  it->second.exit_timer = timers_.Schedule(stop_at, [this, task] { Exit(task, kStoppedExitCode); });
+  it->second.exit_at = stop_at;
   it->second.has_exit_timer = true;
 }
 

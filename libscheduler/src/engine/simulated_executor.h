@@ -36,6 +36,7 @@ class SimulatedExecutor final : public Executor {
  private:
   struct Running {
     TimerQueue::TimerId exit_timer{};
+    TimestampUs exit_at = 0;
     bool has_exit_timer = false;
   };
   void Exit(const TaskRef& task, int exit_code);

@@ -92,6 +92,14 @@ std::vector<DrfSorter::ClientId> DrfSorter::Order() const {
   return out;
 }
 
+bool DrfSorter::Before(ClientId a, ClientId b, bool strictly) const {
+  const Key& ka = clients_.at(a).key;
+  const Key& kb = clients_.at(b).key;
+  if (!strictly) return ka < kb;
+  if (ka.tier != kb.tier) return ka.tier < kb.tier;
+  return ka.value < kb.value;
+}
+
 double DrfSorter::Share(ClientId id) const {
   const Client& c = clients_.at(id);
   return DominantShare(c.usage, capacity_, c.weight);

@@ -44,6 +44,10 @@ class DrfSorter {
   // All active clients, best first.
   std::vector<ClientId> Order() const;
 
+  // True when client `a` comes before client `b` in the order (whether or not they are active).
+  // With `strictly`, a tie in share (broken by id in the order) does not count as before.
+  bool Before(ClientId a, ClientId b, bool strictly = false) const;
+
   // Weighted dominant share of the client's usage.
   double Share(ClientId id) const;
   bool BelowGuarantee(ClientId id) const;

@@ -230,6 +230,30 @@ void QueueTree::RefreshUsage(int64_t now_us) {
   }
 }
 
+bool QueueTree::BelowGuarantee(QueueId q) const {
+  return q != kRoot && nodes_[nodes_[q].parent].sorter.BelowGuarantee(q);
+}
+
+bool QueueTree::WithinGuarantee(QueueId q, const ResourceVector& extra) const {
+  const QueueNode& n = nodes_[q];
+  bool guaranteed = false;
+  for (int r = 0; r < kNumResources; ++r) {
+    if (n.guarantee[r] <= 0) continue;
+    guaranteed = true;
+    if (n.allocated[r] + extra[r] > n.guarantee[r]) return false;
+  }
+  return guaranteed;
+}
+
+bool QueueTree::CanGiveBack(QueueId q, const ResourceVector& amount) const {
+  const QueueNode& n = nodes_[q];
+  for (int r = 0; r < kNumResources; ++r) {
+    if (n.allocated[r] < amount[r]) return false;
+    if (n.guarantee[r] > 0 && n.allocated[r] - amount[r] < n.guarantee[r]) return false;
+  }
+  return true;
+}
+
 double QueueTree::DominantShareOf(QueueId q) const {
   if (q == kRoot) return DominantShare(nodes_[q].allocated, capacity_, 1.0);
   return nodes_[nodes_[q].parent].sorter.Share(q);
@@ -244,6 +268,43 @@ std::optional<QueueId> QueueTree::PickLeaf() const {
   }
   if (q == kRoot) return std::nullopt;
   return q;
+}
+
+bool QueueTree::Precedes(QueueId leaf_a, const PendingKey& a, QueueId leaf_b, const PendingKey& b,
+                         bool strictly) const {
+  if (leaf_a == leaf_b) return a < b;
+  // Ancestors of a, then walk up from b to the first one they share.
+  std::vector<QueueId> path_a;
+  for (QueueId q = leaf_a;; q = nodes_[q].parent) {
+    path_a.push_back(q);
+    if (q == kRoot) break;
+  }
+  QueueId child_b = leaf_b;
+  for (QueueId q = nodes_[leaf_b].parent;; q = nodes_[q].parent) {
+    auto it = std::find(path_a.begin(), path_a.end(), q);
+    if (it != path_a.end()) {
+      const QueueId child_a = *(it - 1);  // q is not leaf_a, so a child of q is on a's path.
+      return nodes_[q].sorter.Before(child_a, child_b, strictly);
+    }
+    child_b = q;
+  }
+}
+
+std::vector<PendingKey> QueueTree::PendingJobs(QueueId leaf, size_t limit) const {
+  std::vector<PendingKey> out;
+  for (const PendingKey& k : nodes_[leaf].pending) {
+    if (out.size() >= limit) break;
+    out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<QueueId> QueueTree::LeavesWithPending() const {
+  std::vector<QueueId> out;
+  for (QueueId q = 1; q < nodes_.size(); ++q) {
+    if (nodes_[q].alive && IsLeaf(q) && !nodes_[q].pending.empty()) out.push_back(q);
+  }
+  return out;
 }
 
 std::optional<QuotaViolation> QueueTree::CheckQuota(QueueId leaf,

@@ -76,11 +76,28 @@ class QueueTree {
   // Folds elapsed time into decayed usage and re-keys (no-op without a half-life).
   void RefreshUsage(int64_t now_us);
   const ResourceVector& Allocated(QueueId q) const { return nodes_[q].allocated; }
+  // True while the queue holds less than its guarantee on every guaranteed resource.
+  bool BelowGuarantee(QueueId q) const;
+  // True when the queue has a guarantee and holding `extra` more would stay within it on every
+  // guaranteed resource.
+  bool WithinGuarantee(QueueId q, const ResourceVector& extra) const;
+  // True when the queue could give back `amount` and still hold at least its guarantee (on
+  // every guaranteed resource): what it holds beyond that is borrowed.
+  bool CanGiveBack(QueueId q, const ResourceVector& amount) const;
   double DominantShareOf(QueueId q) const;
 
   // --- Choosing.
   // The leaf to serve next, or nullopt when no leaf has unblocked pending work.
   std::optional<QueueId> PickLeaf() const;
+  // True when job `a` (in leaf `leaf_a`) comes before job `b` in fair order now: compared by
+  // their queues where the paths meet, or by PendingKey in one queue. Blocked queues included.
+  // With `strictly`, queues tied on share (ordered by id) do not count.
+  bool Precedes(QueueId leaf_a, const PendingKey& a, QueueId leaf_b, const PendingKey& b,
+                bool strictly = false) const;
+  // Up to `limit` pending jobs of `leaf`, in order.
+  std::vector<PendingKey> PendingJobs(QueueId leaf, size_t limit) const;
+  // Leaves that have pending jobs, blocked or not.
+  std::vector<QueueId> LeavesWithPending() const;
 
   // The first cap or borrowing limit, walking up from `leaf`, that `request` more would
   // exceed; nullopt when it fits.

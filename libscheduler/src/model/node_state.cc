@@ -4,8 +4,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 
 namespace tessera {
+namespace {
+
+// Source of node stamps. Relaxed: a stamp only has to be unique, and it is taken once per
+// change of a node, never per candidate looked at.
+std::atomic<uint64_t> next_stamp{1};
+
+}  // namespace
 
 NodeState::NodeState(NodeIndexId id, std::string name, int64_t cpu_milli, int64_t memory_mib,
                      int model, std::vector<GpuSlot> gpus, std::string rack)
@@ -62,6 +70,44 @@ std::optional<TaskAllocation> NodeState::Fit(const TaskShape& shape,
   a.gpu_mask = 1u << *gpu;
   a.gpu_milli = shape.gpu_milli;
   a.gpu_memory_mib = ShareMemory(shape, gpus_[*gpu]);
+  return a;
+}
+
+std::optional<TaskAllocation> NodeState::FitOn(const TaskShape& shape, uint32_t gpu_mask) const {
+  if (!HostFits(shape)) return std::nullopt;
+  TaskAllocation a;
+  a.node = id_;
+  a.cpu_milli = shape.cpu_milli;
+  a.memory_mib = shape.memory_mib;
+  if (!shape.needs_gpu()) {
+    if (gpu_mask != 0) return std::nullopt;
+    return a;
+  }
+  if (!shape.AllowsModel(model_) || __builtin_popcount(gpu_mask) != shape.gpu_count) {
+    return std::nullopt;
+  }
+  if (gpus_.size() < static_cast<size_t>(kMaxGpus) && (gpu_mask >> gpus_.size()) != 0) {
+    return std::nullopt;
+  }
+  const int first = __builtin_ctz(gpu_mask);
+  for (uint32_t m = gpu_mask; m != 0; m &= m - 1) {
+    const GpuSlot& g = gpus_[__builtin_ctz(m)];
+    if (!g.healthy) return std::nullopt;
+    if (shape.whole_gpus()) {
+      if (g.free_milli != 1000 || shape.gpu_memory_mib > g.memory_mib) return std::nullopt;
+      if (shape.same_nvlink && g.nvlink_domain != gpus_[first].nvlink_domain) return std::nullopt;
+    } else if (g.free_milli < shape.gpu_milli || g.free_memory_mib < ShareMemory(shape, g)) {
+      return std::nullopt;
+    }
+  }
+  a.gpu_mask = gpu_mask;
+  if (shape.whole_gpus()) {
+    a.gpu_milli = 1000;
+    a.gpu_memory_mib = gpus_[first].memory_mib;
+  } else {
+    a.gpu_milli = shape.gpu_milli;
+    a.gpu_memory_mib = ShareMemory(shape, gpus_[first]);
+  }
   return a;
 }
 
@@ -187,6 +233,7 @@ void NodeState::SetGpuHealthy(int gpu, bool healthy) {
 }
 
 void NodeState::RefreshSummaries() {
+  stamp_ = next_stamp.fetch_add(1, std::memory_order_relaxed);
   whole_free_gpus_ = 0;
   max_free_milli_ = 0;
   for (const GpuSlot& g : gpus_) {

@@ -2,7 +2,8 @@
 //
 // A node has at most 32 GPUs of one model (a GPU set is a 32-bit mask). Free capacity changes
 // only through Apply and Release of a TaskAllocation, which keep the derived summaries
-// (whole free GPUs, largest free GPU share) current for the placement index.
+// (whole free GPUs, largest free GPU share) current for the placement index, and give the node a
+// new stamp so that scorers may cache what they computed from the node's state.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +67,9 @@ class NodeState {
   int whole_free_gpus() const { return whole_free_gpus_; }
   int32_t max_free_milli() const { return max_free_milli_; }
   int running_tasks() const { return running_tasks_; }
+  // Changes whenever free capacity or GPU health changes, and is unique across every node of the
+  // process, so a cache keyed by stamp never mistakes one node state for another.
+  uint64_t stamp() const { return stamp_; }
 
   ResourceVector Capacity() const;
   ResourceVector Allocated() const;
@@ -87,6 +91,10 @@ class NodeState {
   // Chooses devices for one task of `shape` on this node as it is now, or nullopt when it does
   // not fit. Does not change the node.
   std::optional<TaskAllocation> Fit(const TaskShape& shape, DevicePreference preference) const;
+  // The allocation of exactly the GPUs in `gpu_mask` to one task of `shape`, or nullopt when
+  // they do not fit it (for scorers that weigh device choices themselves). A CPU-only shape
+  // takes an empty mask.
+  std::optional<TaskAllocation> FitOn(const TaskShape& shape, uint32_t gpu_mask) const;
 
   void Apply(const TaskAllocation& allocation);
   void Release(const TaskAllocation& allocation);
@@ -113,6 +121,7 @@ class NodeState {
   int whole_free_gpus_ = 0;
   int32_t max_free_milli_ = 0;
   int running_tasks_ = 0;
+  uint64_t stamp_ = 0;
   bool cordoned_ = false;
   bool draining_ = false;
   bool present_ = true;

@@ -3,10 +3,26 @@
 #include <limits>
 
 namespace tessera {
+namespace {
+
+// A node's place in the random order of a seed: SplitMix64 of seed and id, a bijection of the
+// id for a given seed, so no two nodes share a place.
+uint64_t TieRank(uint64_t seed, NodeIndexId id) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t{id} + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
 
 Placer::Placer(Cluster& cluster, NodeIndex& index, std::unique_ptr<Scorer> scorer,
                std::vector<std::unique_ptr<NodeFilter>> filters)
-    : cluster_(cluster), index_(index), scorer_(std::move(scorer)), filters_(std::move(filters)) {}
+    : cluster_(cluster), index_(index), scorer_(std::move(scorer)), filters_(std::move(filters)) {
+  scorer_->Attach(cluster_);
+}
+
+void Placer::BreakTiesByRandomNodeOrder(uint64_t seed) { tie_order_seed_ = seed; }
 
 void Placer::Apply(const TaskAllocation& allocation) {
   NodeState& node = cluster_.node(allocation.node);
@@ -22,17 +38,18 @@ void Placer::Release(const TaskAllocation& allocation) {
 
 void Placer::Refresh(NodeIndexId node) { index_.Update(cluster_.node(node)); }
 
-std::optional<TaskAllocation> Placer::FitOnNode(const NodeState& node,
-                                                const TaskShape& shape) const {
+std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
+                                                  const TaskShape& shape) const {
   for (const auto& filter : filters_) {
     if (!filter->Accept(node, shape)) return std::nullopt;
   }
-  return node.Fit(shape, scorer_->device_preference());
+  return scorer_->Choose(node, shape);
 }
 
 std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape) {
   std::optional<TaskAllocation> best;
   int64_t best_score = std::numeric_limits<int64_t>::min();
+  uint64_t best_rank = 0;  // of `best` in the random node order, when ties go by it.
   const int wanted = scorer_->candidates();
 
   auto search = [&](int model) {
@@ -40,11 +57,13 @@ std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape) {
     int visits = 0;
     index_.Visit(shape, model, scorer_->order(), [&](NodeIndexId id) {
       const NodeState& node = cluster_.node(id);
-      if (std::optional<TaskAllocation> a = FitOnNode(node, shape)) {
-        const int64_t score = scorer_->Score(node, shape, *a);
-        if (!best || score > best_score) {
-          best = a;
-          best_score = score;
+      if (std::optional<ScoredAllocation> a = FitOnNode(node, shape)) {
+        const uint64_t rank = tie_order_seed_ ? TieRank(*tie_order_seed_, id) : 0;
+        if (!best || a->score > best_score ||
+            (a->score == best_score && tie_order_seed_ && rank < best_rank)) {
+          best = a->allocation;
+          best_score = a->score;
+          best_rank = rank;
         }
         ++found;
       }
@@ -67,10 +86,10 @@ int Placer::PlaceOnNode(const NodeState& node, const TaskShape& shape, int max_t
                         std::vector<TaskAllocation>* out) {
   int placed = 0;
   while (placed < max_tasks) {
-    std::optional<TaskAllocation> a = FitOnNode(node, shape);
+    std::optional<ScoredAllocation> a = FitOnNode(node, shape);
     if (!a) break;
-    Apply(*a);
-    out->push_back(*a);
+    Apply(a->allocation);
+    out->push_back(a->allocation);
     ++placed;
   }
   return placed;

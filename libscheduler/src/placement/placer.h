@@ -1,14 +1,18 @@
 // Placer: finds nodes and GPUs for the tasks of one job.
 //
 // Candidates come from the NodeIndex in the scorer's order, pass every filter, get devices
-// chosen by NodeState::Fit, and the scorer picks among the first few. A job's tasks are placed
-// one after another; if fewer than the gang minimum fit, every tentative allocation is undone,
-// so a gang never holds part of the cluster while it waits (no partial holds, no deadlock).
+// chosen by the scorer (Scorer::Choose), and the scorer picks among the first few, or among all
+// of them when it asks to. Equal scores go to the candidate met first in index order, or, once
+// BreakTiesByRandomNodeOrder is called, to the first in a random order of nodes fixed by a seed.
+// A job's tasks are placed one after another; if fewer than the gang minimum fit, every
+// tentative allocation is undone, so a gang never holds part of the cluster while it waits (no
+// partial holds, no deadlock).
 //
 // The outcome is a value, not an error: placed, or retry later with the reason.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,12 +54,19 @@ class Placer {
   // Re-indexes a node after a change outside the placer (cordon, health, new node).
   void Refresh(NodeIndexId node);
 
+  // From now on, of equally scored candidates the one first in a random order of all nodes wins,
+  // the order being fixed by `seed`. The FGD paper's simulator breaks ties so (its
+  // kube-scheduler picks the smallest node name, and node names start with a random
+  // permutation), and replays that compare with it need the same: a fixed order packs tied
+  // tasks onto the same nodes, where a fresh random pick per task would spread them.
+  void BreakTiesByRandomNodeOrder(uint64_t seed);
+
   const Scorer& scorer() const { return *scorer_; }
 
  private:
   // The best node for one task, or nullopt.
   std::optional<TaskAllocation> FindOne(const TaskShape& shape);
-  std::optional<TaskAllocation> FitOnNode(const NodeState& node, const TaskShape& shape) const;
+  std::optional<ScoredAllocation> FitOnNode(const NodeState& node, const TaskShape& shape) const;
   int PlaceOnNode(const NodeState& node, const TaskShape& shape, int max_tasks,
                   std::vector<TaskAllocation>* out);
 
@@ -63,6 +74,7 @@ class Placer {
   NodeIndex& index_;
   std::unique_ptr<Scorer> scorer_;
   std::vector<std::unique_ptr<NodeFilter>> filters_;
+  std::optional<uint64_t> tie_order_seed_;
 };
 
 }  // namespace tessera

@@ -1,5 +1,9 @@
 #include "placement/scorer.h"
 
+#include "placement/bestfit_scorer.h"
+#include "placement/fgd_scorer.h"
+#include "placement/fragmentation_aware_scorer.h"
+
 namespace tessera {
 namespace {
 
@@ -12,6 +16,13 @@ int64_t FreeInKeyDimension(const NodeState& node, const TaskShape& shape) {
 }
 
 }  // namespace
+
+std::optional<ScoredAllocation> Scorer::Choose(const NodeState& node,
+                                               const TaskShape& shape) const {
+  std::optional<TaskAllocation> a = node.Fit(shape, device_preference());
+  if (!a) return std::nullopt;
+  return ScoredAllocation{*a, Score(node, shape, *a)};
+}
 
 int64_t BinpackScorer::Score(const NodeState& node, const TaskShape& shape,
                              const TaskAllocation&) const {
@@ -27,6 +38,13 @@ std::unique_ptr<Scorer> MakeScorer(const PlacementOptions& options) {
   switch (options.strategy) {
     case PlacementOptions::Strategy::kSpread:
       return std::make_unique<SpreadScorer>();
+    case PlacementOptions::Strategy::kBestFit:
+      return std::make_unique<BestFitScorer>();
+    case PlacementOptions::Strategy::kFgd:
+      return std::make_unique<FgdScorer>(options.expected_tasks, options.expected_coverage);
+    case PlacementOptions::Strategy::kFragmentationAware:
+      return std::make_unique<FragmentationAwareScorer>(options.expected_tasks,
+                                                        options.expected_coverage);
     case PlacementOptions::Strategy::kBinpack:
       break;
   }

@@ -23,6 +23,7 @@ class FakeHost final : public EngineHost {
     pending.push_back({std::move(update), std::move(durable)});
   }
   void RequestDecisions() override { decisions_requested = true; }
+  void PersistEvent(v1::Event event) override { node_events.push_back(std::move(event)); }
   void InventoryChanged(std::shared_ptr<const FeasibilityChecker>) override {}
 
   // Completes the oldest write with `status`; returns its update.
@@ -41,6 +42,7 @@ class FakeHost final : public EngineHost {
   std::deque<Pending> pending;
   std::vector<std::shared_ptr<const JobUpdate>> committed;
   bool decisions_requested = false;
+  std::vector<v1::Event> node_events;
 };
 
 struct EngineFixture {

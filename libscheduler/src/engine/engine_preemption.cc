@@ -1,0 +1,298 @@
+// Preemption in the engine: who may be a victim, carrying out a plan (notice, grace period,
+// stop, requeue with the original submit time), and the index of live tasks per node that the
+// planner looks through.
+#include <algorithm>
+#include <unordered_map>
+
+#include "engine/engine.h"
+
+namespace tessera {
+namespace {
+
+int64_t GpuMilli(const JobRecord& job) {
+  int64_t milli = 0;
+  for (const PlacedTask& t : job.tasks) {
+    if (!t.exited) milli += int64_t{t.allocation.gpu_count()} * t.allocation.gpu_milli;
+  }
+  return milli;
+}
+
+}  // namespace
+
+void Engine::IndexTask(uint64_t job, const PlacedTask& task) {
+  const NodeIndexId node = task.allocation.node;
+  if (node >= tasks_by_node_.size()) tasks_by_node_.resize(node + 1);
+  tasks_by_node_[node].emplace_back(job, task.index);
+}
+
+void Engine::UnindexTask(uint64_t job, const PlacedTask& task) {
+  const NodeIndexId node = task.allocation.node;
+  if (node >= tasks_by_node_.size()) return;
+  auto& list = tasks_by_node_[node];
+  auto it = std::find(list.begin(), list.end(), std::make_pair(job, task.index));
+  if (it == list.end()) return;
+  *it = list.back();
+  list.pop_back();
+}
+
+TimestampUs Engine::LastCheckpoint(const JobRecord& job, TimestampUs now) const {
+  TimestampUs last = std::max(job.last_checkpoint_us, job.start_time_us);
+  if (job.checkpoint_every_us > 0 && job.start_time_us > 0 && now > job.start_time_us) {
+    // A simulated job checkpoints on its declared period.
+    const int64_t periods = (now - job.start_time_us) / job.checkpoint_every_us;
+    last = std::max(last, job.start_time_us + periods * job.checkpoint_every_us);
+  }
+  return last;
+}
+
+bool Engine::TryPreempt(JobRecord& job) {
+  if (!options_.preemption.enabled || job.awaiting_victims || job.infeasible) return false;
+  const TimestampUs now = clock_.NowUs();
+  if (now < job.no_preemption_before_us) return false;  // a guard said "not yet".
+  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  // Reclaim takes back at most up to the queue's guarantee, counting what earlier preemptions
+  // are already freeing for it.
+  const ResourceVector wanted = job.shape.RequestVector() * min_tasks;
+  auto incoming = incoming_.find(job.queue);
+  const bool reclaim =
+      options_.preemption.reclaim &&
+      queues_.WithinGuarantee(
+          job.queue, wanted + (incoming == incoming_.end() ? ResourceVector() : incoming->second));
+  // Before searching nodes: is there any lower-priority job old enough to be a victim? If
+  // not, and no reclaim is due and nothing can shrink, there is nothing to find until the
+  // oldest of them passes the minimum runtime.
+  const int64_t min_runtime_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.preemption.min_runtime)
+          .count();
+  bool old_enough_runs = false;
+  TimestampUs first_eligible = 0;
+  for (const auto& [priority, starts] : preemptible_running_) {
+    if (priority >= job.key.priority) break;
+    const TimestampUs eligible = *starts.begin() + min_runtime_us;
+    if (eligible <= now) {
+      old_enough_runs = true;
+      break;
+    }
+    if (first_eligible == 0 || eligible < first_eligible) first_eligible = eligible;
+  }
+  if (!old_enough_runs && !reclaim && elastic_jobs_.empty()) {
+    if (first_eligible > now) {
+      job.no_preemption_before_us = first_eligible;
+      ArmPreemptionRetry(first_eligible);
+    }
+    return false;
+  }
+  const auto started = std::chrono::steady_clock::now();
+
+  // Victims are built once per plan, on first sight, and shared by every node they touch: a
+  // whole job, or each elastic task above its job's minimum (a shrink loses nothing).
+  std::unordered_map<uint64_t, std::vector<Victim>> victims;
+  TimestampUs retry_at = 0;  // when a guard that refused a victim will allow it.
+  auto victims_of = [&](uint64_t id) -> const std::vector<Victim>& {
+    auto [it, inserted] = victims.try_emplace(id);
+    if (!inserted) return it->second;
+    const JobRecord& v = jobs_.at(id);
+    if (v.id == job.id || v.state != v1::RUNNING || v.preempting || !v.preemptible) {
+      return it->second;
+    }
+    const int live = v.LiveTasks();
+    if (v.elastic && live > v.gang_min && v.key.priority <= job.key.priority) {
+      int extra = live - v.gang_min;
+      for (auto t = v.tasks.rbegin(); t != v.tasks.rend() && extra > 0; ++t) {
+        if (t->exited || t->stopping) continue;
+        Victim victim;
+        victim.job = id;
+        victim.shrink_only = true;
+        victim.tasks.push_back({t->index, t->allocation});
+        victim.cost.priority = v.key.priority;
+        it->second.push_back(std::move(victim));
+        --extra;
+      }
+      return it->second;
+    }
+    const bool by_priority = v.key.priority < job.key.priority;
+    const bool by_reclaim =
+        reclaim && v.queue != job.queue && queues_.CanGiveBack(v.queue, v.allocated);
+    if (!by_priority && !by_reclaim) return it->second;
+    if (!preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
+      const TimestampUs allowed = preemption_guard_.AllowedAt(v.start_time_us, v.preempted_at_us);
+      if (retry_at == 0 || allowed < retry_at) retry_at = allowed;
+      return it->second;
+    }
+    Victim victim;
+    victim.job = id;
+    for (const PlacedTask& t : v.tasks) {
+      if (!t.exited) victim.tasks.push_back({t.index, t.allocation});
+    }
+    victim.cost.whole_jobs = 1;
+    victim.cost.lost_gpu_us = GpuMilli(v) * (now - LastCheckpoint(v, now)) / 1000;
+    victim.cost.runtime_us = now - v.start_time_us;
+    victim.cost.priority = v.key.priority;
+    it->second.push_back(std::move(victim));
+    return it->second;
+  };
+  auto victims_on = [&](NodeIndexId node) {
+    std::vector<const Victim*> out;
+    if (node >= tasks_by_node_.size()) return out;
+    for (const auto& [id, index] : tasks_by_node_[node]) {
+      for (const Victim& v : victims_of(id)) {
+        const bool here = std::any_of(v.tasks.begin(), v.tasks.end(), [node](const VictimTask& t) {
+          return t.allocation.node == node;
+        });
+        if (here && std::find(out.begin(), out.end(), &v) == out.end()) out.push_back(&v);
+      }
+    }
+    return out;
+  };
+  const uint64_t id = job.id;
+  auto usable = [this, id](const NodeState& n) {
+    return n.Schedulable() && !reservations_.HeldWholeForOther(n.id(), id);
+  };
+  std::optional<PreemptionPlan> plan =
+      preemption_planner_.Plan(cluster_, job.shape, min_tasks, job.same_node, victims_on, usable);
+  preemption_latency_.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now() - started)
+                                 .count());
+  int whole = 0;
+  if (plan) {
+    for (const Victim* v : plan->victims) whole += v->shrink_only ? 0 : 1;
+    if (!preemption_guard_.WithinRate(now, whole)) {
+      retry_at = preemption_guard_.RateAllowsAt(now, whole);
+      plan.reset();
+    }
+  }
+  if (!plan) {
+    // A guard said "not yet": look again when it will say yes, even if nothing else happens,
+    // and not before (each look costs a bounded but real search).
+    if (retry_at > now) {
+      job.no_preemption_before_us = retry_at;
+      ArmPreemptionRetry(retry_at);
+    }
+    return false;
+  }
+  preemption_guard_.Record(now, whole);
+
+  // Carry it out. The job leaves its queue's pending order and waits, with the freed nodes
+  // reserved for it, until the victims' grace periods are over and their tasks are gone; the
+  // jobs behind it may meanwhile make their own room.
+  int64_t grace_us = 0;
+  const std::string why = "to make room for job " + std::to_string(job.id) +
+                          (reclaim ? " (queue below its guarantee)" : " (higher priority)");
+  std::unordered_map<uint64_t, std::vector<const Victim*>> shrinks;
+  for (const Victim* v : plan->victims) {
+    JobRecord& victim = jobs_.at(v->job);
+    grace_us = std::max(grace_us, victim.grace_ms * 1000);
+    lost_gpu_us_ += v->cost.lost_gpu_us;
+    if (v->shrink_only) {
+      shrinks[v->job].push_back(v);
+    } else {
+      ++preempted_;
+      Preempt(victim, "preempted " + why);
+    }
+  }
+  for (const auto& [victim_id, tasks] : shrinks) {
+    ++preempted_;
+    Shrink(jobs_.at(victim_id), tasks, "shrinking " + why);
+  }
+  RemovePending(job);
+  job.awaiting_victims = true;
+  incoming_[job.queue] += wanted;
+  // Hold on each node what the victims free there for this job.
+  Reservation reservation{job.id, now + grace_us, plan->nodes, {}};
+  reservation.held.assign(plan->nodes.size(), ResourceVector());
+  for (const Victim* v : plan->victims) {
+    for (const VictimTask& t : v->tasks) {
+      auto at = std::find(plan->nodes.begin(), plan->nodes.end(), t.allocation.node);
+      if (at != plan->nodes.end())
+        reservation.held[at - plan->nodes.begin()] += t.allocation.Vector();
+    }
+  }
+  reservations_.Add(std::move(reservation));
+  job.reserved_start_us = now + grace_us;
+  job.reason = "preempting " + std::to_string(plan->victims.size()) + " victim(s) to make room";
+  Persist(job, {MakeUpdateEvent(job, job.reason)});
+  const TimestampUs start = job.reserved_start_us;
+  // Victims that ignore their notice are killed after the grace period; allow for that.
+  timers_.Schedule(start + 5'000'000, [this, id, start] { OnReservationDue(id, start); });
+  return true;
+}
+
+void Engine::FinishWaitingForVictims(JobRecord& job) {
+  if (!job.awaiting_victims) return;
+  job.awaiting_victims = false;
+  auto it = incoming_.find(job.queue);
+  if (it != incoming_.end()) {
+    it->second -= job.shape.RequestVector() * (job.PlacedTasks() == 0 ? job.gang_min : 1);
+    if (it->second.IsZero() || it->second.AnyNegative()) incoming_.erase(it);
+  }
+}
+
+void Engine::ArmPreemptionRetry(TimestampUs at) {
+  if (preemption_retry_at_ != 0 && preemption_retry_at_ <= at) return;
+  preemption_retry_at_ = at;
+  timers_.Schedule(at, [this, at] {
+    if (preemption_retry_at_ != at) return;
+    preemption_retry_at_ = 0;
+    capacity_freed_ = true;  // blocked queues look again, and may preempt now.
+    host_.RequestDecisions();
+  });
+}
+
+void Engine::Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption) {
+  const v1::JobState from = victim.state;
+  victim.preempting = true;
+  if (count_as_preemption) {
+    victim.preempted_at_us = clock_.NowUs();
+    ++victim.preemptions;
+  }
+  victim.reason = reason;
+  RemovePending(victim);
+  SetState(victim, v1::PREEMPTING);
+  Persist(victim, {MakeEvent(victim, from, reason)});
+  for (PlacedTask& t : victim.tasks) {
+    if (!t.exited) t.stopping = true;
+  }
+  StopTasks(victim);
+  MaybeFinish(victim);
+}
+
+void Engine::Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
+                    const std::string& reason) {
+  const int before = victim.LiveTasks();
+  int stopped = 0;
+  for (const Victim* v : tasks) {
+    for (const VictimTask& vt : v->tasks) {
+      PlacedTask* t = FindTask(victim, TaskRef{victim.id, victim.attempt, vt.index});
+      if (!t || t->exited) continue;
+      t->stopping = true;
+      ++stopped;
+      if (t->launched) {
+        executor_->Stop(TaskRef{victim.id, victim.attempt, t->index}, victim.grace_ms);
+      } else {
+        ReleaseTask(victim, *t);
+      }
+    }
+  }
+  executor_->Resize(TaskRef{victim.id, victim.attempt, 0}, before - stopped);
+  victim.reason =
+      reason + ": " + std::to_string(before) + " -> " + std::to_string(before - stopped) + " tasks";
+  Persist(victim, {MakeUpdateEvent(victim, victim.reason)});
+}
+
+void Engine::RequeuePreempted(JobRecord& job) {
+  const v1::JobState from = job.state;
+  elastic_jobs_.erase(job.id);
+  job.tasks.clear();
+  job.next_task_index = 0;
+  job.preempting = false;
+  job.failing = false;
+  job.start_time_us = 0;
+  ++job.attempt;
+  SetState(job, v1::PENDING);
+  job.reason = "requeued after preemption (attempt " + std::to_string(job.attempt) + ")";
+  // Same PendingKey: it keeps its priority and original submit time.
+  AddPending(job);
+  Persist(job, {MakeEvent(job, from, job.reason)});
+}
+
+}  // namespace tessera

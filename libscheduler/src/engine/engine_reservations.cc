@@ -1,0 +1,145 @@
+// Reservations and time limits: a job that does not fit gets nodes held from the time running
+// jobs are expected to free them, and time limits are enforced, since backfill relies on them.
+#include <spdlog/spdlog.h>
+
+#include "engine/engine.h"
+#include "placement/shadow_time.h"
+
+namespace tessera {
+namespace {
+
+std::string SecondsFromNow(TimestampUs when, TimestampUs now) {
+  return std::to_string((std::max<TimestampUs>(when, now) - now) / 1'000'000) + " s";
+}
+
+}  // namespace
+
+void Engine::PlanReservation() {
+  const uint64_t id = reservation_candidate_;
+  reservation_candidate_ = 0;
+  JobRecord* job = FindJob(id);
+  if (!job || !job->in_pending) return;
+  const auto start = std::chrono::steady_clock::now();
+  TryReserve(*job);
+  reservation_latency_.Record(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+}
+
+void Engine::TryReserve(JobRecord& job) {
+  if (job.infeasible || reservations_.Find(job.id)) return;
+  if (static_cast<int>(reservations_.whole_node_count()) >= options_.engine.max_reservations) {
+    // Reservations belong to the jobs first in fair order: take the place of the last holder
+    // if this job comes before it (a queue with a smaller share arrived since, say).
+    const Reservation* last = nullptr;
+    for (const Reservation& r : reservations_.all()) {
+      if (!r.whole_nodes()) continue;
+      const JobRecord& holder = jobs_.at(r.job);
+      if (!last || queues_.Precedes(jobs_.at(last->job).queue, jobs_.at(last->job).key,
+                                    holder.queue, holder.key)) {
+        last = &r;
+      }
+    }
+    JobRecord& holder = jobs_.at(last->job);
+    // Strictly: a tie in share must not pass a reservation back and forth.
+    if (!queues_.Precedes(job.queue, job.key, holder.queue, holder.key, /*strictly=*/true)) return;
+    holder.reason = "reservation passed to job " + std::to_string(job.id) + ", ahead in fair order";
+    Persist(holder, {MakeUpdateEvent(holder, holder.reason)});
+    // Not DropReservation: the nodes pass to the new holder, nobody else gains room.
+    reservations_.Remove(holder.id);
+    holder.reserved_start_us = 0;
+    holder.reserved_nodes.clear();
+  }
+  const TimestampUs now = clock_.NowUs();
+  const int64_t default_runtime_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                         options_.engine.default_runtime_estimate)
+                                         .count();
+  std::vector<RunningTaskEnd> running;
+  for (const auto& [id, other] : jobs_) {
+    if (other.start_time_us == 0) continue;
+    TimestampUs end = other.EndsBy().value_or(other.start_time_us + default_runtime_us);
+    // A job past its estimate (it has no time limit) could end at any moment; assume soon, and
+    // plan again then, rather than in the past (which would re-plan without end).
+    if (end <= now) end = now + kOverdueReplanUs;
+    for (const PlacedTask& t : other.tasks) {
+      if (!t.exited) running.push_back({t.allocation, end});
+    }
+  }
+  const uint64_t id = job.id;
+  auto usable = [this, id](const NodeState& n) {
+    return n.Schedulable() && !reservations_.HeldWholeForOther(n.id(), id);
+  };
+  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  std::optional<ShadowPlan> plan = PlanShadowStart(cluster_, job.shape, min_tasks, job.same_node,
+                                                   std::move(running), usable, now);
+  if (!plan || plan->nodes.empty()) return;
+
+  // A re-plan that lands on the same nodes only moves the expected start: no event for that.
+  const bool same_nodes = job.reserved_nodes == plan->nodes;
+  reservations_.Add({id, plan->start_us, plan->nodes, {}});
+  job.reserved_start_us = plan->start_us;
+  job.reserved_nodes = plan->nodes;
+  if (!same_nodes) {
+    job.reason = "waiting for capacity: " + std::to_string(plan->nodes.size()) +
+                 " node(s) reserved, expected start in " + SecondsFromNow(plan->start_us, now);
+    Persist(job, {MakeUpdateEvent(job, job.reason)});
+  }
+  if (plan->start_us <= now) {
+    // It could start now (it may have taken the reservation over from a job that blocked it):
+    // let its queue try again at once rather than at the next release.
+    capacity_freed_ = true;
+    host_.RequestDecisions();
+  }
+  // If the estimate was wrong (jobs overran or ended early elsewhere), plan again.
+  const TimestampUs start = plan->start_us;
+  timers_.Schedule(std::max(start, now) + 1'000'000,
+                   [this, id, start] { OnReservationDue(id, start); });
+}
+
+void Engine::DropReservation(JobRecord& job) {
+  if (!reservations_.Find(job.id)) return;
+  reservations_.Remove(job.id);
+  job.reserved_start_us = 0;
+  job.reserved_nodes.clear();
+  // The held nodes are open to everyone again.
+  capacity_freed_ = true;
+  host_.RequestDecisions();
+}
+
+void Engine::OnReservationDue(uint64_t job_id, TimestampUs start_us) {
+  JobRecord* job = FindJob(job_id);
+  if (!job) return;
+  const Reservation* r = reservations_.Find(job_id);
+  if (!r || r->start_us != start_us) return;  // placed, dropped or replanned since.
+  if (job->awaiting_victims) {
+    // The victims took longer than their notice allowed: back into line to try again.
+    FinishWaitingForVictims(*job);
+    AddPending(*job);
+    DropReservation(*job);
+    return;
+  }
+  // The estimate was wrong. Plan again from what is known now (keeping quiet if the nodes
+  // stay the same), and let the job try at once.
+  reservations_.Remove(job_id);
+  job->reserved_start_us = 0;
+  TryReserve(*job);
+  if (!reservations_.Find(job_id)) job->reserved_nodes.clear();
+  capacity_freed_ = true;
+  host_.RequestDecisions();
+}
+
+void Engine::ArmTimeLimit(JobRecord& job) {
+  if (job.time_limit_us <= 0) return;
+  const uint64_t id = job.id;
+  const int32_t attempt = job.attempt;
+  timers_.Schedule(job.start_time_us + job.time_limit_us, [this, id, attempt] {
+    JobRecord* j = FindJob(id);
+    if (!j || j->attempt != attempt || j->LiveTasks() == 0 || j->failing) return;
+    j->failing = true;
+    j->reason = "time limit of " + std::to_string(j->time_limit_us / 1'000'000) + " s exceeded";
+    StopTasks(*j);
+    MaybeFinish(*j);
+  });
+}
+
+}  // namespace tessera

@@ -1,0 +1,74 @@
+// Reservations: room held for a job that cannot start yet.
+//
+// Two kinds. A backfill reservation holds whole nodes for a job that does not fit, from the
+// time running jobs are expected to free them; another job may still use a held node if it
+// will be done before then (backfill), which keeps small jobs flowing while a large gang waits
+// without being starved. A preemption reservation holds, on each node, exactly what the job's
+// victims are freeing for it, while their grace periods run; the rest of the node stays open.
+//
+// ReservationFilter applies both during placement: the engine tells it which job is being
+// placed and when that job would end at the latest.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/node_state.h"
+#include "model/resource_vector.h"
+#include "placement/node_filter.h"
+#include "tessera/clock.h"
+
+namespace tessera {
+
+struct Reservation {
+  uint64_t job = 0;
+  TimestampUs start_us = 0;
+  std::vector<NodeIndexId> nodes;
+  // Empty: the whole nodes are held (backfill). Otherwise the capacity held on each node of
+  // `nodes`, in the same order (preemption).
+  std::vector<ResourceVector> held;
+
+  bool whole_nodes() const { return held.empty(); }
+};
+
+class ReservationBook {
+ public:
+  void Add(Reservation reservation);
+  void Remove(uint64_t job);
+  const Reservation* Find(uint64_t job) const;
+  size_t size() const { return reservations_.size(); }
+  // Reservations that hold whole nodes (the ones options.engine.max_reservations bounds).
+  size_t whole_node_count() const;
+  const std::vector<Reservation>& all() const { return reservations_; }
+
+  // The reservations with a claim on `node`.
+  std::vector<const Reservation*> On(NodeIndexId node) const;
+  // True when some job other than `job` holds `node` whole.
+  bool HeldWholeForOther(NodeIndexId node, uint64_t job) const;
+
+ private:
+  std::vector<Reservation> reservations_;
+  std::vector<std::vector<uint64_t>> jobs_by_node_;
+};
+
+class ReservationFilter final : public NodeFilter {
+ public:
+  explicit ReservationFilter(const ReservationBook& book) : book_(book) {}
+
+  // The job about to be placed, and when it will have ended at the latest (nullopt: unknown).
+  void SetPlacing(uint64_t job, std::optional<TimestampUs> ends_by) {
+    job_ = job;
+    ends_by_ = ends_by;
+  }
+
+  std::string_view name() const override { return "reservation"; }
+  bool Accept(const NodeState& node, const TaskShape& shape) const override;
+
+ private:
+  const ReservationBook& book_;
+  uint64_t job_ = 0;
+  std::optional<TimestampUs> ends_by_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,88 @@
+// FgdScorer: Fragmentation Gradient Descent (Weng et al., "Beware of Fragmentation", ATC'23).
+// A task goes to the node, and the GPU inside it, whose use grows the node's expected
+// fragmentation F_n(M) (fragmentation.h) the least, M being the expected workload.
+//
+// The score is the simulator's (hkust-adsl/kubernetes-scheduler-simulator, plugin/fgd_score.go),
+// so that replays can be checked against the published results:
+//
+//   score = int(100 * sigmoid((F_n(M) before - F_n(M) after) / 1000))
+//
+// The truncation to an integer makes nodes whose changes differ by less than about 40 milli-GPU
+// tie, and kube-scheduler then picks one of them at random (Placer::BreakTiesRandomly). For a
+// share of one GPU every GPU of the node that fits is tried and the lowest-numbered one with the
+// best score wins; whole GPUs are all alike to F, so they are the lowest-numbered free ones of
+// the tightest NVLink domain (NodeState::Fit). CPU-only tasks are scored the same way: they
+// take cpu that GPU tasks may need. As in the simulator, only cpu is checked (check_memory off).
+//
+// Every fitting node is compared (up to Placer::kMaxVisitsPerTask per GPU model), so a decision
+// costs O(nodes) cached lookups: F_n(M) is cached
+// per node and the score of each (node, task shape) pair is cached until the node changes
+// (NodeState::stamp), which a replay of one task after another hits almost always.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "placement/fragmentation.h"
+#include "placement/scorer.h"
+#include "tessera/options.h"
+
+namespace tessera {
+
+class FgdScorer : public Scorer {
+ public:
+  // `expected` is turned into a WorkloadDistribution (keeping `coverage` of it) over the
+  // cluster's model ids in Attach. `measure` is FGD's own unless a subclass asks otherwise.
+  FgdScorer(std::vector<ExpectedTask> expected, double coverage,
+            FragmentationMeasure::Options measure = {});
+  // A workload already built over the cluster's model ids.
+  explicit FgdScorer(WorkloadDistribution workload, FragmentationMeasure::Options measure = {});
+
+  std::string_view name() const override { return "fgd"; }
+  IndexOrder order() const override { return IndexOrder::kTightestFirst; }
+  DevicePreference device_preference() const override { return DevicePreference::kTightest; }
+  int candidates() const override { return kAllCandidates; }
+  void Attach(Cluster& cluster) override;
+  int64_t Score(const NodeState& node, const TaskShape& shape,
+                const TaskAllocation& allocation) const override;
+  std::optional<ScoredAllocation> Choose(const NodeState& node,
+                                         const TaskShape& shape) const override;
+
+  const FragmentationMeasure& measure() const { return measure_; }
+  // F_n(M) of a node as it is now (cached by stamp).
+  double NodeFragmentation(const NodeState& node) const;
+
+ protected:
+  // How a candidate is ranked: from the node, its fragmentation before and after the
+  // allocation, and the allocation. Higher is better. FGD's own: the truncated sigmoid above.
+  virtual int64_t Rank(const NodeState& node, double before, double after,
+                       const TaskAllocation& allocation) const;
+
+ private:
+  struct Cached {
+    uint64_t stamp = 0;  // 0: nothing cached (stamps start at 1).
+    int64_t score = 0;
+    uint32_t gpu_mask = 0;
+    bool fits = false;
+  };
+  // Fields of a shape that the choice depends on; memory only through the filters.
+  using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, int64_t, ModelMask, bool>;
+
+  int ShapeId(const TaskShape& shape) const;
+  std::optional<ScoredAllocation> Evaluate(const NodeState& node, const TaskShape& shape) const;
+
+  std::vector<ExpectedTask> expected_;
+  double coverage_ = 1;
+  FragmentationMeasure measure_;
+
+  mutable std::vector<std::pair<uint64_t, double>> node_fragmentation_;  // by node: stamp, F.
+  mutable std::map<ShapeKey, int> shape_ids_;
+  mutable std::optional<std::pair<ShapeKey, int>> last_shape_;
+  mutable std::vector<std::vector<Cached>> choices_;  // by shape id, then node id.
+};
+
+}  // namespace tessera

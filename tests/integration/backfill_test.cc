@@ -1,0 +1,116 @@
+// Gangs are not starved: a job that does not fit reserves nodes from the time running jobs
+// will free them, and other jobs may use those nodes only if they end first (backfill).
+#include "integration/fixture.h"
+
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+v1::SimulatedCluster TwoNodesOfFour() {
+  v1::SimulatedCluster cluster;
+  AddGroup(cluster, "node", 2, 4);
+  return cluster;
+}
+
+v1::JobSpec Small(int64_t run_s, int64_t limit_s) {
+  return JobSpecBuilder("small")
+      .Gpus(1)
+      .SimulatedDurationMs(run_s * 1000)
+      .TimeLimitSeconds(limit_s)
+      .Build();
+}
+
+struct Story {
+  uint64_t gang = 0;
+  uint64_t short_job = 0;
+  TestScheduler t;
+};
+
+// Eight one-GPU jobs fill both nodes, ending at 10, 20, ..., 80 s; many more small jobs with
+// 100 s limits wait; then a gang of two 4-GPU tasks arrives in its own queue.
+Story Start(int max_reservations) {
+  Options options;
+  options.engine.max_reservations = max_reservations;
+  Story s{0, 0, OpenCluster(TwoNodesOfFour(), options)};
+  Scheduler* sched = s.t.scheduler.get();
+  CreateQueue(sched, QueueSpec("small"));
+  CreateQueue(sched, QueueSpec("big"));
+  for (int i = 1; i <= 8; ++i) MustSubmit(sched, Small(10 * i, 10 * i));
+  s.t->WaitIdle();
+  for (int i = 0; i < 30; ++i) MustSubmit(sched, Small(100, 100));
+  s.gang = MustSubmit(sched, JobSpecBuilder("big").Tasks(2).Gpus(4).Build()).id();
+  s.short_job = MustSubmit(sched, Small(5, 30)).id();  // ends before the gang could start.
+  s.t->WaitIdle();
+  return s;
+}
+
+void RunUntil(TestScheduler& t, TimestampUs until) {
+  while (auto next = t->NextWakeupUs()) {
+    if (*next > until) break;
+    t.clock->AdvanceToUs(*next);
+    t->WaitIdle();
+  }
+  t.clock->AdvanceToUs(until);
+  t->WaitIdle();
+}
+
+TEST_CASE("backfill: a reserved gang starts when the running jobs end, not never") {
+  Story s = Start(1);
+  const TimestampUs t0 = s.t.clock->NowUs();
+  const v1::Job waiting = MustGet(s.t.scheduler.get(), s.gang);
+  CHECK(waiting.status().reserved_start_us() == t0 + 80'000'000);
+  CHECK(waiting.status().reason().find("2 node(s) reserved") != std::string::npos);
+  CHECK(s.t->GetStats().reservations() == 1);
+
+  RunUntil(s.t, t0 + 80'000'000);
+  const v1::Job gang = MustGet(s.t.scheduler.get(), s.gang);
+  CHECK(gang.status().state() == v1::RUNNING);
+  CHECK(gang.status().start_time_us() == t0 + 80'000'000);
+  CHECK(gang.status().reserved_start_us() == 0);
+  // The next job first in line (a small one now) holds the reservation.
+  v1::ListJobsRequest pending;
+  pending.set_queue("small");
+  pending.add_states(v1::PENDING);
+  auto small = s.t->ListJobs(pending);
+  REQUIRE(small.ok());
+  CHECK(small->jobs(0).status().reserved_start_us() > 0);
+}
+
+TEST_CASE("backfill: a short job uses reserved capacity it will give back in time") {
+  Story s = Start(1);
+  const TimestampUs t0 = s.t.clock->NowUs();
+  RunUntil(s.t, t0 + 10'000'000);  // the first GPU frees.
+  const v1::Job short_job = MustGet(s.t.scheduler.get(), s.short_job);
+  CHECK(short_job.status().state() == v1::RUNNING);
+  CHECK(short_job.status().start_time_us() == t0 + 10'000'000);
+  CHECK(s.t->GetStats().backfilled() == 1);
+  // The long small jobs, which would end after the gang's start, did not get in.
+  auto small = CountStates(s.t.scheduler.get(), "small");
+  CHECK(small[v1::RUNNING] == 8);  // seven of the first eight, plus the backfilled one.
+}
+
+TEST_CASE("backfill: without reservations the gang starves behind small jobs") {
+  Story s = Start(0);
+  const TimestampUs t0 = s.t.clock->NowUs();
+  RunUntil(s.t, t0 + 200'000'000);
+  CHECK(MustGet(s.t.scheduler.get(), s.gang).status().state() == v1::PENDING);
+  CHECK(s.t->GetStats().reservations() == 0);
+}
+
+TEST_CASE("backfill: a job that outruns its time limit is stopped and fails") {
+  auto t = OpenCluster(OneNode(1));
+  const v1::Job job = MustSubmit(
+      t.scheduler.get(),
+      JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(100'000).TimeLimitSeconds(10).Build());
+  t->WaitIdle();
+  t.clock->AdvanceUs(10'000'000);
+  t->WaitIdle();
+  const v1::Job failed = MustGet(t.scheduler.get(), job.id());
+  CHECK(failed.status().state() == v1::FAILED);
+  CHECK(failed.status().reason() == "time limit of 10 s exceeded");
+  CHECK(failed.status().end_time_us() == t.clock->NowUs());
+}
+
+}  // namespace
+}  // namespace tessera
