@@ -48,4 +48,57 @@ struct RecoverMeasureFlags {
 };
 int RunRecoverMeasure(const RecoverMeasureFlags& flags);
 
+// openb: the Alibaba GPU-sharing trace replayed with the FGD paper's protocol, compared with its
+// published results (openb_bench.cc).
+struct OpenbFlags {
+  std::string trace = "default";  // short name, path, comma list, or "all" (the 17 of the paper).
+  std::string nodes = "openb_node_list_gpu_node.csv";
+  std::string policy = "default";  // bestfit, fgd, default (kFragmentationAware), binpack, spread;
+                                   // a comma list, or "all" (bestfit, fgd, default).
+  int seeds = 10;
+  uint64_t first_seed = 42;
+  double tune = 1.3;  // arrived GPU request at the end, as a multiple of capacity.
+  int threads = 0;    // seeds replayed at once; 0 = one per core.
+  std::string data;   // the openb folder; empty = ../shared/data/openb beside the sources.
+};
+int RunOpenb(const OpenbFlags& flags);
+
+// timeline: virtual-time replay of an openb pod trace with departures (timeline_bench.cc).
+struct TimelineFlags {
+  CommonFlags common;
+  std::string trace = "default";   // pod list: name in the data folder or a path.
+  std::string nodes = "gpu_node";  // node list: name in the data folder or a path.
+  std::string data;                // data folder; empty = ../shared/data/openb by the sources.
+  std::string policy = "binpack";
+  int64_t jobs = 0;                  // replay only the first N pods; 0 = all.
+  std::string queues = "qos";        // qos: a leaf queue per QoS class; single: one queue.
+  std::string unscheduled = "skip";  // pods the trace never scheduled: skip | run.
+  double time_scale = 1;             // divide arrival times by this (runtimes unchanged).
+  double cluster_scale = 1;          // keep this share of each node shape (at least one node).
+  int max_reservations = -1;         // EngineOptions::max_reservations; -1 = library default.
+};
+int RunTimeline(const TimelineFlags& flags);
+
+// churn: steady state on a nearly full cluster in real time (churn_bench.cc).
+struct ChurnFlags {
+  CommonFlags common;
+  int nodes = 1000;
+  double rate = 500;         // arrivals per second, all clients together.
+  double seconds = 20;       // measured window.
+  double warmup = 3;         // seconds of arrivals before the window.
+  int clients = 4;           // client threads, one leaf queue each.
+  double utilization = 0.9;  // target allocated GPU share in steady state.
+  bool durable = true;       // fsync each commit.
+};
+int RunChurn(const ChurnFlags& flags);
+
+// preempt: high-priority arrivals on a cluster full of preemptible work.
+struct PreemptFlags {
+  CommonFlags common;
+  int running = 20000;
+  double rate = 50;     // arrivals per second of virtual time.
+  double seconds = 20;  // of virtual time.
+};
+int RunPreempt(const PreemptFlags& flags);
+
 }  // namespace tessera::bench

@@ -4,6 +4,9 @@
 //   tessera-bench decide --nodes 5000 --jobs 50000 --queues 100
 //   tessera-bench submit --jobs 100000 --clients 8 --window 64
 //   tessera-bench recover --live 100000 --finished 1000000
+//   tessera-bench openb --trace default --policy fgd --seeds 10
+//   tessera-bench timeline --trace default --nodes gpu_node --policy binpack
+//   tessera-bench churn --nodes 1000 --rate 500 --seconds 20
 //
 // Results: one JSON object per line on stdout; a short table and progress on stderr.
 #include <spdlog/spdlog.h>
@@ -29,6 +32,20 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
 
   DecideFlags decide;
+  PreemptFlags preempt;
+  CLI::App* preempt_cmd = app.add_subcommand(
+      "preempt", "preemption decisions: high-priority arrivals on a cluster of running work");
+  AddCommonFlags(preempt_cmd, &preempt.common);
+  preempt_cmd->add_option("--running", preempt.running, "running low-priority one-GPU jobs")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  preempt_cmd->add_option("--rate", preempt.rate, "high-priority arrivals per (virtual) second")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  preempt_cmd->add_option("--seconds", preempt.seconds, "virtual seconds of arrivals")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+
   CLI::App* decide_cmd = app.add_subcommand(
       "decide", "placement throughput: J pending jobs onto N mixed-GPU nodes, Q queues");
   AddCommonFlags(decide_cmd, &decide.common);
@@ -81,6 +98,74 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
 
+  TimelineFlags timeline;
+  CLI::App* timeline_cmd = app.add_subcommand(
+      "timeline", "virtual-time replay of an openb pod trace: JCT, waits, utilisation, fairness");
+  AddCommonFlags(timeline_cmd, &timeline.common);
+  timeline_cmd
+      ->add_option("--trace", timeline.trace, "pod list: name (default, gpushare40...) or path")
+      ->capture_default_str();
+  timeline_cmd
+      ->add_option("--nodes", timeline.nodes, "node list: name (gpu_node, all_node) or path")
+      ->capture_default_str();
+  timeline_cmd->add_option("--data", timeline.data,
+                           "openb data folder (default: ../shared/data/openb)");
+  timeline_cmd
+      ->add_option("--policy", timeline.policy,
+                   "placement policy (binpack, spread, bestfit, fgd, fragmentation-aware)")
+      ->capture_default_str();
+  timeline_cmd->add_option("--jobs", timeline.jobs, "replay only the first N pods (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  timeline_cmd->add_option("--queues", timeline.queues, "tenants: a queue per QoS class, or one")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"qos", "single"}));
+  timeline_cmd
+      ->add_option("--unscheduled", timeline.unscheduled,
+                   "pods the trace never scheduled: skip, or run for deletion - creation")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"skip", "run"}));
+  timeline_cmd
+      ->add_option("--time-scale", timeline.time_scale,
+                   "divide arrival times by this (runtimes unchanged): more load")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  timeline_cmd
+      ->add_option("--cluster-scale", timeline.cluster_scale,
+                   "keep this share of each node shape (at least one node each): more load")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0001, 1.0));
+  timeline_cmd
+      ->add_option("--max-reservations", timeline.max_reservations,
+                   "EngineOptions::max_reservations (0: no reservations; -1: library default)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1000000));
+
+  ChurnFlags churn;
+  CLI::App* churn_cmd = app.add_subcommand(
+      "churn", "steady state on a nearly full cluster: sustained decisions/s and added delay");
+  AddCommonFlags(churn_cmd, &churn.common);
+  churn_cmd->add_option("--nodes", churn.nodes, "simulated nodes, 8 GPUs each")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  churn_cmd->add_option("--rate", churn.rate, "job arrivals per second (Poisson)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  churn_cmd->add_option("--seconds", churn.seconds, "measured window")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  churn_cmd->add_option("--warmup", churn.warmup, "seconds of arrivals before the window")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  churn_cmd->add_option("--clients", churn.clients, "client threads, one queue each")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  churn_cmd->add_option("--utilization", churn.utilization, "target allocated GPU share (0..1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  churn_cmd->add_option("--durable", churn.durable, "fsync each commit (true|false)")
+      ->capture_default_str();
+
   // The child half of `recover`; an empty group hides it from --help.
   RecoverMeasureFlags measure;
   CLI::App* measure_cmd =
@@ -89,15 +174,41 @@ int Main(int argc, char** argv) {
   measure_cmd->add_option("--nodes", measure.nodes, "simulated nodes")->check(CLI::PositiveNumber);
   measure_cmd->add_option("--after-seq", measure.after_seq, "watch events after this seq");
 
+  OpenbFlags openb;
+  CLI::App* openb_cmd = app.add_subcommand(
+      "openb", "Alibaba GPU-sharing trace, FGD paper's protocol, vs its published results");
+  openb_cmd->add_option("--trace", openb.trace, "pod list: name, path, comma list, or all")
+      ->capture_default_str();
+  openb_cmd->add_option("--nodes", openb.nodes, "node list (csv name or path)")
+      ->capture_default_str();
+  openb_cmd->add_option("--policy", openb.policy, "bestfit|fgd|default|binpack|spread, list, all")
+      ->capture_default_str();
+  openb_cmd->add_option("--seeds", openb.seeds, "replays, seeds first-seed, first-seed+1, ...")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  openb_cmd->add_option("--first-seed", openb.first_seed, "seed of the first replay")
+      ->capture_default_str();
+  openb_cmd->add_option("--tune", openb.tune, "arrived GPU request at the end / capacity")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  openb_cmd->add_option("--threads", openb.threads, "replays at once (0: one per core)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  openb_cmd->add_option("--data", openb.data, "openb data folder")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
 
   // The library logs at info by default; a benchmark's stderr is for its own table and progress.
   spdlog::set_level(spdlog::level::warn);
 
+  if (preempt_cmd->parsed()) return RunPreempt(preempt);
   if (decide_cmd->parsed()) return RunDecide(decide);
   if (submit_cmd->parsed()) return RunSubmit(submit);
   if (recover_cmd->parsed()) return RunRecover(recover);
+  if (timeline_cmd->parsed()) return RunTimeline(timeline);
+  if (churn_cmd->parsed()) return RunChurn(churn);
   if (measure_cmd->parsed()) return RunRecoverMeasure(measure);
+  if (openb_cmd->parsed()) return RunOpenb(openb);
   return 1;
 }
 
