@@ -38,6 +38,12 @@ class TESSERA_EXPORT JobSpecBuilder {
   JobSpecBuilder& GpuFraction(int gpu_milli);
   JobSpecBuilder& GpuMemoryMib(int64_t mib);
   JobSpecBuilder& GpuModel(std::string model);
+  // One MIG instance of this profile per task, e.g. "3g.40gb".
+  JobSpecBuilder& MigProfile(std::string profile);
+  // One vGPU of this type per task, e.g. "A100-4C".
+  JobSpecBuilder& VgpuType(std::string type);
+  // Only this form of GPU share (with GpuFraction / GpuMemoryMib as the minimums).
+  JobSpecBuilder& GpuForm(v1::GpuForm form);
   JobSpecBuilder& TimeLimitSeconds(int64_t seconds);
   JobSpecBuilder& Label(std::string key, std::string value);
   JobSpecBuilder& Command(std::vector<std::string> argv);

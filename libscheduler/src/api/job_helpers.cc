@@ -85,6 +85,21 @@ JobSpecBuilder& JobSpecBuilder::GpuModel(std::string model) {
   spec_.mutable_task()->add_gpu_models(std::move(model));
   return *this;
 }
+JobSpecBuilder& JobSpecBuilder::MigProfile(std::string profile) {
+  spec_.mutable_task()->set_gpu_count(1);
+  spec_.mutable_task()->set_mig_profile(std::move(profile));
+  return *this;
+}
+JobSpecBuilder& JobSpecBuilder::VgpuType(std::string type) {
+  spec_.mutable_task()->set_gpu_count(1);
+  spec_.mutable_task()->set_vgpu_type(std::move(type));
+  return *this;
+}
+JobSpecBuilder& JobSpecBuilder::GpuForm(v1::GpuForm form) {
+  if (spec_.task().gpu_count() == 0) spec_.mutable_task()->set_gpu_count(1);
+  spec_.mutable_task()->set_gpu_form(form);
+  return *this;
+}
 JobSpecBuilder& JobSpecBuilder::TimeLimitSeconds(int64_t seconds) {
   spec_.set_time_limit_s(seconds);
   return *this;

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <set>
 
+#include "model/mig_profiles.h"
 #include "model/resource_vector.h"
+#include "model/vgpu_types.h"
 
 namespace tessera {
 namespace {
@@ -43,6 +45,8 @@ Status ValidateLimits(const v1::ResourceLimits& l, const std::string& field) {
   return Status::Ok();
 }
 
+Status ValidateGpuForm(const v1::TaskResources& t);
+
 Status ValidateTask(const v1::JobSpec& spec) {
   const v1::TaskResources& t = spec.task();
   if (t.cpu_milli() <= 0)
@@ -78,6 +82,57 @@ Status ValidateTask(const v1::JobSpec& spec) {
   for (int i = 0; i < t.gpu_models_size(); ++i) {
     if (t.gpu_models(i).empty()) {
       return Invalid("task.gpu_models[" + Num(i) + "]", "must not be empty");
+    }
+  }
+  return ValidateGpuForm(t);
+}
+
+// The form of a share: a MIG profile, a vGPU type, or a sharing mode by name.
+Status ValidateGpuForm(const v1::TaskResources& t) {
+  if (!v1::GpuForm_IsValid(t.gpu_form())) {
+    return Invalid("task.gpu_form", "unknown form " + Num(t.gpu_form()));
+  }
+  const bool share_form = t.gpu_form() != v1::GPU_FORM_ANY && t.gpu_form() != v1::GPU_FORM_WHOLE;
+  if ((share_form || !t.mig_profile().empty() || !t.vgpu_type().empty()) && t.gpu_count() != 1) {
+    return Invalid(!t.mig_profile().empty() ? "task.mig_profile"
+                   : !t.vgpu_type().empty() ? "task.vgpu_type"
+                                            : "task.gpu_form",
+                   "a share of one GPU needs task.gpu_count == 1, got " + Num(t.gpu_count()));
+  }
+  if (t.gpu_form() == v1::GPU_FORM_WHOLE && t.gpu_milli() != 0 && t.gpu_milli() != 1000) {
+    return Invalid("task.gpu_milli",
+                   "GPU_FORM_WHOLE takes whole GPUs, got a fraction of " + Num(t.gpu_milli()));
+  }
+  if (t.gpu_form() == v1::GPU_FORM_MPS && t.gpu_milli() == 0) {
+    return Invalid("task.gpu_milli", "an MPS share needs its thread percentage (1..1000)");
+  }
+  if (!t.mig_profile().empty()) {
+    if (!t.vgpu_type().empty())
+      return Invalid("task.vgpu_type", "set together with task.mig_profile");
+    if (t.gpu_form() != v1::GPU_FORM_ANY && t.gpu_form() != v1::GPU_FORM_MIG) {
+      return Invalid("task.mig_profile", "set, but task.gpu_form is not GPU_FORM_MIG");
+    }
+    if (!mig::IsKnownProfileName(t.mig_profile())) {
+      return Invalid("task.mig_profile", "'" + t.mig_profile() +
+                                             "' is not a MIG profile of A100-40GB, A100-80GB, "
+                                             "H100-80GB or H200-141GB (e.g. 3g.40gb)");
+    }
+    if (t.gpu_milli() != 0 || t.gpu_memory_mib() != 0) {
+      return Invalid(t.gpu_milli() != 0 ? "task.gpu_milli" : "task.gpu_memory_mib",
+                     "set, but task.mig_profile already names the share");
+    }
+  }
+  if (!t.vgpu_type().empty()) {
+    if (t.gpu_form() != v1::GPU_FORM_ANY && t.gpu_form() != v1::GPU_FORM_VGPU) {
+      return Invalid("task.vgpu_type", "set, but task.gpu_form is not GPU_FORM_VGPU");
+    }
+    if (!vgpu::ParseType(t.vgpu_type())) {
+      return Invalid("task.vgpu_type",
+                     "'" + t.vgpu_type() + "' is not a vGPU type name like A100-4C");
+    }
+    if (t.gpu_milli() != 0 || t.gpu_memory_mib() != 0) {
+      return Invalid(t.gpu_milli() != 0 ? "task.gpu_milli" : "task.gpu_memory_mib",
+                     "set, but task.vgpu_type already names the share");
     }
   }
   return Status::Ok();

@@ -62,6 +62,7 @@ Status Engine::AddNodes(const std::vector<v1::NodeSpec>& specs) {
       break;
     }
     placer_.Refresh(*id);
+    for (const GpuSlot& gpu : cluster_.node(*id).gpus()) managed_mig_gpus_ += gpu.mig_managed;
   }
   // Even after an error, the nodes added so far are real: account for them.
   InventoryUpdated();

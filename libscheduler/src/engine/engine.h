@@ -197,6 +197,14 @@ class Engine final : public ExecutorEvents {
   // engine_elastic.cc
   void GrowElastic();
 
+  // engine_mig.cc
+  // At most this many managed MIG GPUs are planned for one job that does not fit, so a job
+  // waiting for an instance costs a bounded time per decision.
+  static constexpr int kMigGpusPlannedPerJob = 8;
+  // Re-partitions idle instances of managed MIG GPUs so that `job`'s gang minimum finds
+  // instances it accepts. Returns true when some layout changed (placement is worth a retry).
+  bool RepartitionMigFor(const JobRecord& job, int min_tasks);
+
   // engine_health.cc
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
   void ClearFailedGpus(NodeState& node);
@@ -223,6 +231,7 @@ class Engine final : public ExecutorEvents {
 
   std::unordered_map<uint64_t, JobRecord> jobs_;
   std::set<uint64_t> infeasible_jobs_;
+  int managed_mig_gpus_ = 0;  // present GPUs whose MIG layout the scheduler may change.
   bool capacity_freed_ = false;
   bool backfill_due_ = false;
   bool growth_due_ = false;          // capacity freed or an elastic job started.

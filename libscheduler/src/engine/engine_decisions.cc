@@ -76,7 +76,10 @@ void Engine::Backfill() {
           shape.cpu_milli == job.shape.cpu_milli && shape.memory_mib == job.shape.memory_mib &&
           shape.gpu_count == job.shape.gpu_count && shape.gpu_milli == job.shape.gpu_milli &&
           shape.gpu_memory_mib == job.shape.gpu_memory_mib && shape.models == job.shape.models &&
-          shape.same_nvlink == job.shape.same_nvlink) {
+          shape.same_nvlink == job.shape.same_nvlink && shape.form == job.shape.form &&
+          shape.mig_profile == job.shape.mig_profile &&
+          shape.vgpu_family == job.shape.vgpu_family &&
+          shape.vgpu_framebuffer_gib == job.shape.vgpu_framebuffer_gib) {
         return true;
       }
     }
@@ -131,6 +134,10 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
                             : std::nullopt;
   reservation_filter_->SetPlacing(job.id, ends_by);
   PlacementResult result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
+  if (!result.placed() && managed_mig_gpus_ > 0 && job.shape.fractional_gpu() &&
+      RepartitionMigFor(job, min_tasks)) {
+    result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
+  }
   if (!result.placed()) {
     if (on_failure_block_and_reserve) {
       job.reason = result.reason;

@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "engine/engine.h"
+#include "model/gpu_partition.h"
 
 namespace tessera {
 namespace {
@@ -143,6 +144,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
         for (int gpu : p.gpus()) t.allocation.gpu_mask |= 1u << gpu;
         t.allocation.gpu_milli = p.gpu_milli();
         t.allocation.gpu_memory_mib = p.gpu_memory_mib();
+        if (p.has_partition() && !RestoreShare(*node, p, t.allocation)) all_alive = false;
       }
       tasks_found.push_back(t);
     }
@@ -273,6 +275,7 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_
     }
     request.gpu_milli = task->allocation.gpu_milli;
     request.gpu_memory_mib = task->allocation.gpu_memory_mib;
+    if (task->allocation.share) request.partition = DescribeShare(node, task->allocation);
     request.cpu_milli = task->allocation.cpu_milli;
     request.memory_mib = task->allocation.memory_mib;
     request.sim_duration_ms = job->sim_duration_ms;
@@ -416,6 +419,9 @@ v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
     for (uint32_t m = t.allocation.gpu_mask; m != 0; m &= m - 1) p->add_gpus(__builtin_ctz(m));
     p->set_gpu_milli(t.allocation.gpu_milli);
     p->set_gpu_memory_mib(t.allocation.gpu_memory_mib);
+    if (t.allocation.share) {
+      *p->mutable_partition() = DescribeShare(cluster_.node(t.allocation.node), t.allocation);
+    }
     p->set_started(t.started);
     p->set_exited(t.exited);
     p->set_exit_code(t.exit_code);

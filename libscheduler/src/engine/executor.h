@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tessera/v1/job.pb.h"
 #include "tessera/v1/node.pb.h"
 
 namespace tessera {
@@ -34,6 +36,9 @@ struct LaunchRequest {
   std::vector<int> gpus;       // device indices on the node.
   int32_t gpu_milli = 0;       // share of each listed GPU.
   int64_t gpu_memory_mib = 0;  // memory reserved on each listed GPU.
+  // Set for a share of one GPU: the form the backend must enforce (the MIG instance, the vGPU
+  // type, an MPS thread percentage of gpu_milli/10 with a gpu_memory_mib limit, a time slice).
+  std::optional<v1::GpuPartition> partition;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int64_t sim_duration_ms = 0;  // simulation only.
@@ -58,6 +63,11 @@ class Executor {
   // The job now runs `tasks` tasks: some were stopped to shrink it (elastic jobs), or added to
   // grow it. Informational: frameworks that rebalance work listen for it.
   virtual void Resize(const TaskRef& job, int tasks) {}
+  // The scheduler re-partitioned a managed MIG GPU: the backend creates and destroys GPU
+  // instances to match `layout` (instances listed there that tasks hold already exist). Called
+  // before any task is launched on a new instance.
+  virtual void ApplyMigLayout(const std::string& node, int gpu,
+                              const std::vector<v1::MigInstance>& layout) {}
   // Tasks still alive (for reconciliation after a restart).
   virtual std::vector<TaskRef> LiveTasks() = 0;
 };

@@ -40,6 +40,11 @@ StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCl
             group.gpus_per_nvlink_domain() > 0 ? d / group.gpus_per_nvlink_domain() : 0);
         gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
         gpu->set_healthy(true);
+        gpu->set_sharing(group.sharing());
+        gpu->set_replicas(group.replicas());
+        *gpu->mutable_mig_instances() = group.mig_instances();
+        gpu->set_mig_managed(group.mig_managed());
+        gpu->set_vgpu_type(group.vgpu_type());
       }
       Status status = ValidateNodeSpec(node);
       if (!status.ok()) return status.WithContext(field.substr(0, field.size() - 1));
@@ -52,6 +57,16 @@ StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCl
 SimulatedExecutor::SimulatedExecutor(std::vector<v1::NodeSpec> nodes, TimerQueue& timers,
                                      const Clock& clock, ExecutorEvents& events)
     : nodes_(std::move(nodes)), timers_(timers), clock_(clock), events_(events) {}
+
+void SimulatedExecutor::ApplyMigLayout(const std::string& node, int gpu,
+                                       const std::vector<v1::MigInstance>& layout) {
+  for (v1::NodeSpec& spec : nodes_) {
+    if (spec.name() != node || gpu >= spec.gpus_size()) continue;
+    v1::GpuDevice* device = spec.mutable_gpus(gpu);
+    device->clear_mig_instances();
+    for (const v1::MigInstance& m : layout) *device->add_mig_instances() = m;
+  }
+}
 
 void SimulatedExecutor::Launch(const LaunchRequest& request) {
   if (running_.count(request.ref)) return;  // idempotent.

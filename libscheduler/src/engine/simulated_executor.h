@@ -29,6 +29,10 @@ class SimulatedExecutor final : public Executor {
                     ExecutorEvents& events);
 
   std::vector<v1::NodeSpec> Inventory() override { return nodes_; }
+  // Simulated GPUs take any valid layout at once (a real partitioner may fail; see the MIG
+  // backend). The new layout is what Inventory reports from then on.
+  void ApplyMigLayout(const std::string& node, int gpu,
+                      const std::vector<v1::MigInstance>& layout) override;
   void Launch(const LaunchRequest& request) override;
   void Stop(const TaskRef& task, int64_t grace_ms) override;
   std::vector<TaskRef> LiveTasks() override;

@@ -1,5 +1,7 @@
 #include "model/cluster.h"
 
+#include "model/vgpu_types.h"
+
 namespace tessera {
 
 Status ValidateNodeSpec(const v1::NodeSpec& spec) {
@@ -24,8 +26,87 @@ Status ValidateNodeSpec(const v1::NodeSpec& spec) {
       return InvalidArgumentError(field +
                                   "memory_mib: all GPUs of a node must have the same memory");
     }
+    TESSERA_RETURN_IF_ERROR(ValidateGpuSharing(g, field));
   }
   return Status::Ok();
+}
+
+Status ValidateGpuSharing(const v1::GpuDevice& g, const std::string& field) {
+  if (!v1::GpuSharing_IsValid(g.sharing())) {
+    return InvalidArgumentError(field + "sharing: unknown mode " + std::to_string(g.sharing()));
+  }
+  if (g.sharing() == v1::GPU_SHARING_TIME_SLICE && (g.replicas() < 2 || g.replicas() > 1000)) {
+    return InvalidArgumentError(field + "replicas: a time-sliced GPU needs 2..1000 replicas, got " +
+                                std::to_string(g.replicas()));
+  }
+  if (g.sharing() != v1::GPU_SHARING_TIME_SLICE && g.replicas() != 0) {
+    return InvalidArgumentError(field + "replicas: set, but sharing is not GPU_SHARING_TIME_SLICE");
+  }
+  if (g.sharing() != v1::GPU_SHARING_MIG && (g.mig_instances_size() > 0 || g.mig_managed())) {
+    return InvalidArgumentError(field + "mig_instances: set, but sharing is not GPU_SHARING_MIG");
+  }
+  if (g.sharing() != v1::GPU_SHARING_VGPU && !g.vgpu_type().empty()) {
+    return InvalidArgumentError(field + "vgpu_type: set, but sharing is not GPU_SHARING_VGPU");
+  }
+  if (g.sharing() == v1::GPU_SHARING_MIG) {
+    const mig::ModelProfiles* model = mig::FindModel(g.model());
+    if (model == nullptr) {
+      return InvalidArgumentError(field + "sharing: model '" + g.model() +
+                                  "' has no MIG profiles (known: A100-40GB, A100-80GB, "
+                                  "H100-80GB, H200-141GB)");
+    }
+    std::vector<mig::Instance> layout;
+    for (int j = 0; j < g.mig_instances_size(); ++j) {
+      const v1::MigInstance& m = g.mig_instances(j);
+      std::optional<mig::ProfileKind> kind = mig::FindProfile(*model, m.profile());
+      if (!kind) {
+        return InvalidArgumentError(field + "mig_instances[" + std::to_string(j) + "].profile: '" +
+                                    m.profile() + "' is not a profile of " + g.model());
+      }
+      if (m.start() < 0 || m.start() >= mig::kMemorySlices) {
+        return InvalidArgumentError(field + "mig_instances[" + std::to_string(j) +
+                                    "].start: must be 0..7, got " + std::to_string(m.start()));
+      }
+      layout.push_back({*kind, static_cast<uint8_t>(m.start())});
+    }
+    const std::string error = mig::LayoutError(layout);
+    if (!error.empty()) return InvalidArgumentError(field + "mig_instances: " + error);
+  }
+  if (g.sharing() == v1::GPU_SHARING_VGPU && !g.vgpu_type().empty()) {
+    std::optional<vgpu::TypeName> type = vgpu::ParseType(g.vgpu_type());
+    if (!type || type->family != vgpu::Family(g.model()) ||
+        vgpu::InstancesPerGpu(type->framebuffer_gib, g.memory_mib()) == 0) {
+      return InvalidArgumentError(field + "vgpu_type: '" + g.vgpu_type() +
+                                  "' is not a vGPU type of " + g.model() + " with " +
+                                  std::to_string(g.memory_mib()) + " MiB");
+    }
+  }
+  return Status::Ok();
+}
+
+GpuSlot MakeGpuSlot(const v1::GpuDevice& g) {
+  GpuSlot slot;
+  slot.memory_mib = g.memory_mib();
+  slot.free_memory_mib = g.memory_mib();
+  slot.nvlink_domain = g.nvlink_domain();
+  slot.sharing = static_cast<GpuSharing>(g.sharing());
+  slot.replicas = static_cast<int16_t>(g.replicas());
+  if (slot.sharing == GpuSharing::kMig) {
+    slot.mig_model = mig::FindModel(g.model());
+    slot.mig_managed = g.mig_managed();
+    for (const v1::MigInstance& m : g.mig_instances()) {
+      slot.mig[slot.mig_count++] = {*mig::FindProfile(*slot.mig_model, m.profile()),
+                                    static_cast<uint8_t>(m.start())};
+    }
+  }
+  if (slot.sharing == GpuSharing::kVgpu) {
+    slot.vgpu_family = std::string(vgpu::Family(g.model()));
+    if (!g.vgpu_type().empty()) {
+      slot.vgpu_framebuffer_gib = vgpu::ParseType(g.vgpu_type())->framebuffer_gib;
+      slot.vgpu_fixed = true;
+    }
+  }
+  return slot;
 }
 
 StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
@@ -39,11 +120,7 @@ StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
                                   std::to_string(GpuModels::kMaxModels) + " distinct GPU models");
     }
     model = *id;
-    GpuSlot slot;
-    slot.memory_mib = g.memory_mib();
-    slot.free_memory_mib = g.memory_mib();
-    slot.nvlink_domain = g.nvlink_domain();
-    gpus.push_back(slot);
+    gpus.push_back(MakeGpuSlot(g));
   }
   auto rack_it = spec.labels().find("rack");
   std::string rack = rack_it == spec.labels().end() ? "" : rack_it->second;

@@ -47,5 +47,9 @@ class Cluster {
 
 // Checks a node spec: name, positive capacities, at most 32 GPUs, one GPU model per node.
 Status ValidateNodeSpec(const v1::NodeSpec& spec);
+// Checks one GPU's sharing mode and its fields; `field` prefixes messages ("node 'a': gpus[0].").
+Status ValidateGpuSharing(const v1::GpuDevice& gpu, const std::string& field);
+// The scheduler's view of a validated GPU, idle.
+GpuSlot MakeGpuSlot(const v1::GpuDevice& gpu);
 
 }  // namespace tessera

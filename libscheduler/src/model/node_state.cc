@@ -65,11 +65,23 @@ std::optional<TaskAllocation> NodeState::Fit(const TaskShape& shape,
     return a;
   }
   // A share of one GPU.
-  std::optional<int> gpu = ChooseShareGpu(shape, preference);
-  if (!gpu) return std::nullopt;
-  a.gpu_mask = 1u << *gpu;
-  a.gpu_milli = shape.gpu_milli;
-  a.gpu_memory_mib = ShareMemory(shape, gpus_[*gpu]);
+  std::optional<std::pair<int, ShareOffer>> chosen = ChooseShareGpu(shape, preference);
+  if (!chosen) return std::nullopt;
+  return ShareAllocation(shape, chosen->first, chosen->second);
+}
+
+TaskAllocation NodeState::ShareAllocation(const TaskShape& shape, int gpu,
+                                          const ShareOffer& offer) const {
+  TaskAllocation a;
+  a.node = id_;
+  a.cpu_milli = shape.cpu_milli;
+  a.memory_mib = shape.memory_mib;
+  a.gpu_mask = 1u << gpu;
+  a.gpu_milli = offer.milli;
+  a.gpu_memory_mib = offer.memory_mib;
+  a.share = true;
+  a.mig_instance = offer.mig_instance;
+  a.vgpu_framebuffer_gib = offer.vgpu_framebuffer_gib;
   return a;
 }
 
@@ -90,32 +102,20 @@ std::optional<TaskAllocation> NodeState::FitOn(const TaskShape& shape, uint32_t 
     return std::nullopt;
   }
   const int first = __builtin_ctz(gpu_mask);
+  if (!shape.whole_gpus()) {
+    std::optional<ShareOffer> offer = OfferShare(gpus_[first], shape);
+    if (!offer) return std::nullopt;
+    return ShareAllocation(shape, first, *offer);
+  }
   for (uint32_t m = gpu_mask; m != 0; m &= m - 1) {
     const GpuSlot& g = gpus_[__builtin_ctz(m)];
-    if (!g.healthy) return std::nullopt;
-    if (shape.whole_gpus()) {
-      if (g.free_milli != 1000 || shape.gpu_memory_mib > g.memory_mib) return std::nullopt;
-      if (shape.same_nvlink && g.nvlink_domain != gpus_[first].nvlink_domain) return std::nullopt;
-    } else if (g.free_milli < shape.gpu_milli || g.free_memory_mib < ShareMemory(shape, g)) {
-      return std::nullopt;
-    }
+    if (!g.TakesWholeTask() || shape.gpu_memory_mib > g.memory_mib) return std::nullopt;
+    if (shape.same_nvlink && g.nvlink_domain != gpus_[first].nvlink_domain) return std::nullopt;
   }
   a.gpu_mask = gpu_mask;
-  if (shape.whole_gpus()) {
-    a.gpu_milli = 1000;
-    a.gpu_memory_mib = gpus_[first].memory_mib;
-  } else {
-    a.gpu_milli = shape.gpu_milli;
-    a.gpu_memory_mib = ShareMemory(shape, gpus_[first]);
-  }
+  a.gpu_milli = 1000;
+  a.gpu_memory_mib = gpus_[first].memory_mib;
   return a;
-}
-
-// A share without an explicit memory ask holds the same fraction of the GPU's memory, so that
-// memory is accounted for and shares that fit by compute also fit by memory.
-int64_t NodeState::ShareMemory(const TaskShape& shape, const GpuSlot& gpu) const {
-  if (shape.gpu_memory_mib > 0) return shape.gpu_memory_mib;
-  return gpu.memory_mib * shape.gpu_milli / 1000;
 }
 
 std::optional<uint32_t> NodeState::ChooseWholeGpus(const TaskShape& shape,
@@ -131,8 +131,7 @@ std::optional<uint32_t> NodeState::ChooseWholeGpus(const TaskShape& shape,
   int total_free = 0;
   for (size_t i = 0; i < gpus_.size(); ++i) {
     const GpuSlot& g = gpus_[i];
-    if (!g.healthy || g.free_milli != 1000) continue;
-    if (shape.gpu_memory_mib > g.memory_mib) continue;
+    if (!g.TakesWholeTask() || shape.gpu_memory_mib > g.memory_mib) continue;
     int d = 0;
     while (d < num_domains && domains[d].id != g.nvlink_domain) ++d;
     if (d == num_domains) domains[num_domains++] = {g.nvlink_domain, 0, 0};
@@ -179,30 +178,40 @@ std::optional<uint32_t> NodeState::ChooseWholeGpus(const TaskShape& shape,
   return mask;
 }
 
-std::optional<int> NodeState::ChooseShareGpu(const TaskShape& shape,
-                                             DevicePreference preference) const {
-  int best = -1;
+std::optional<std::pair<int, ShareOffer>> NodeState::ChooseShareGpu(
+    const TaskShape& shape, DevicePreference preference) const {
+  std::optional<std::pair<int, ShareOffer>> best;
   for (size_t i = 0; i < gpus_.size(); ++i) {
     const GpuSlot& g = gpus_[i];
-    if (!g.healthy || g.free_milli < shape.gpu_milli) continue;
-    if (g.free_memory_mib < ShareMemory(shape, g)) continue;
-    if (best < 0) {
-      best = static_cast<int>(i);
+    if (g.free_milli < shape.gpu_milli) continue;
+    std::optional<ShareOffer> offer = OfferShare(g, shape);
+    if (!offer) continue;
+    if (!best) {
+      best.emplace(static_cast<int>(i), *offer);
       continue;
     }
-    const int32_t current = gpus_[best].free_milli;
-    if (preference == DevicePreference::kTightest ? g.free_milli < current
-                                                  : g.free_milli > current) {
-      best = static_cast<int>(i);
-    }
+    // Prefer the smallest share that satisfies, then the fullest (or emptiest) GPU.
+    const GpuSlot& current = gpus_[best->first];
+    const bool smaller = offer->milli < best->second.milli;
+    const bool same = offer->milli == best->second.milli;
+    const bool tighter = preference == DevicePreference::kTightest
+                             ? g.free_milli < current.free_milli
+                             : g.free_milli > current.free_milli;
+    if (smaller || (same && tighter)) best.emplace(static_cast<int>(i), *offer);
   }
-  if (best < 0) return std::nullopt;
   return best;
 }
 
 void NodeState::Apply(const TaskAllocation& a) {
   cpu_free_ -= a.cpu_milli;
   memory_free_ -= a.memory_mib;
+  if (a.share) {
+    TakeShare(gpus_[__builtin_ctz(a.gpu_mask)], a.gpu_milli, a.gpu_memory_mib, a.mig_instance,
+              a.vgpu_framebuffer_gib);
+    ++running_tasks_;
+    RefreshSummaries();
+    return;
+  }
   for (uint32_t m = a.gpu_mask; m != 0; m &= m - 1) {
     GpuSlot& g = gpus_[__builtin_ctz(m)];
     g.free_milli -= a.gpu_milli;
@@ -216,6 +225,12 @@ void NodeState::Apply(const TaskAllocation& a) {
 void NodeState::Release(const TaskAllocation& a) {
   cpu_free_ += a.cpu_milli;
   memory_free_ += a.memory_mib;
+  if (a.share) {
+    ReturnShare(gpus_[__builtin_ctz(a.gpu_mask)], a.gpu_milli, a.gpu_memory_mib, a.mig_instance);
+    --running_tasks_;
+    RefreshSummaries();
+    return;
+  }
   for (uint32_t m = a.gpu_mask; m != 0; m &= m - 1) {
     GpuSlot& g = gpus_[__builtin_ctz(m)];
     g.free_milli += a.gpu_milli;
@@ -232,14 +247,30 @@ void NodeState::SetGpuHealthy(int gpu, bool healthy) {
   RefreshSummaries();
 }
 
+void NodeState::SetMigLayout(int gpu, std::span<const mig::Instance> layout) {
+  GpuSlot& g = gpus_[gpu];
+  TESSERA_CHECK(mig::IsValidLayout(layout), "invalid MIG layout for " + name_);
+  uint8_t busy = 0;
+  for (int i = 0; i < g.mig_count; ++i) {
+    if (!((g.mig_busy >> i) & 1u)) continue;
+    auto it = std::find(layout.begin(), layout.end(), g.mig[i]);
+    TESSERA_CHECK(it != layout.end(),
+                  "a MIG layout change would remove a busy instance on " + name_);
+    busy |= uint8_t(1u << (it - layout.begin()));
+  }
+  g.mig_count = static_cast<uint8_t>(layout.size());
+  std::copy(layout.begin(), layout.end(), g.mig.begin());
+  g.mig_busy = busy;
+  RefreshSummaries();
+}
+
 void NodeState::RefreshSummaries() {
   stamp_ = next_stamp.fetch_add(1, std::memory_order_relaxed);
   whole_free_gpus_ = 0;
   max_free_milli_ = 0;
   for (const GpuSlot& g : gpus_) {
-    if (!g.healthy) continue;
-    if (g.free_milli == 1000) ++whole_free_gpus_;
-    max_free_milli_ = std::max(max_free_milli_, g.free_milli);
+    if (g.TakesWholeTask()) ++whole_free_gpus_;
+    max_free_milli_ = std::max(max_free_milli_, LargestShare(g));
   }
 }
 

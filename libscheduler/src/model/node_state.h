@@ -8,23 +8,18 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "model/gpu_slot.h"
 #include "model/resource_vector.h"
 #include "model/task_shape.h"
 
 namespace tessera {
 
 using NodeIndexId = uint32_t;
-
-struct GpuSlot {
-  int64_t memory_mib = 0;
-  int64_t free_memory_mib = 0;
-  int32_t free_milli = 1000;
-  int32_t nvlink_domain = 0;
-  bool healthy = true;
-};
 
 // What one placed task holds on one node.
 struct TaskAllocation {
@@ -34,6 +29,11 @@ struct TaskAllocation {
   uint32_t gpu_mask = 0;       // bit i = GPU i of the node.
   int32_t gpu_milli = 0;       // share held on each GPU in the mask.
   int64_t gpu_memory_mib = 0;  // memory held on each GPU in the mask.
+  // A share of one GPU (GpuSlot::OfferShare) rather than whole GPUs; a MIG 7g instance is a
+  // share that counts 1000.
+  bool share = false;
+  int8_t mig_instance = -1;          // the MIG instance held, an index into GpuSlot::mig.
+  int32_t vgpu_framebuffer_gib = 0;  // the vGPU type held.
 
   int gpu_count() const { return __builtin_popcount(gpu_mask); }
   // In the same units as queue accounting.
@@ -102,11 +102,16 @@ class NodeState {
   // Marks a GPU healthy or not; an unhealthy GPU takes no new work.
   void SetGpuHealthy(int gpu, bool healthy);
 
+  // Replaces the MIG layout of a GPU. Every instance a task holds must be in the new layout at
+  // the same start with the same kind (checked), and the new layout must be valid.
+  void SetMigLayout(int gpu, std::span<const mig::Instance> layout);
+
  private:
   std::optional<uint32_t> ChooseWholeGpus(const TaskShape& shape,
                                           DevicePreference preference) const;
-  std::optional<int> ChooseShareGpu(const TaskShape& shape, DevicePreference preference) const;
-  int64_t ShareMemory(const TaskShape& shape, const GpuSlot& gpu) const;
+  std::optional<std::pair<int, ShareOffer>> ChooseShareGpu(const TaskShape& shape,
+                                                           DevicePreference preference) const;
+  TaskAllocation ShareAllocation(const TaskShape& shape, int gpu, const ShareOffer& offer) const;
   void RefreshSummaries();
 
   NodeIndexId id_;

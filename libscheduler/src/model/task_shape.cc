@@ -1,5 +1,10 @@
 #include "model/task_shape.h"
 
+#include <charconv>
+
+#include "model/mig_profiles.h"
+#include "model/vgpu_types.h"
+
 namespace tessera {
 
 TaskShape MakeTaskShape(const v1::JobSpec& spec, GpuModels& models) {
@@ -10,6 +15,32 @@ TaskShape MakeTaskShape(const v1::JobSpec& spec, GpuModels& models) {
   shape.gpu_count = t.gpu_count();
   shape.gpu_milli = t.gpu_count() == 0 ? 0 : (t.gpu_milli() == 0 ? 1000 : t.gpu_milli());
   shape.gpu_memory_mib = t.gpu_memory_mib();
+  shape.form = static_cast<GpuForm>(t.gpu_form());
+  if (!t.mig_profile().empty()) {
+    // "3g.40gb": 3 of 7 compute slices and 40 GB, whatever the model.
+    shape.form = GpuForm::kMig;
+    shape.mig_profile = t.mig_profile();
+    const std::string& name = t.mig_profile();
+    int slices = 0;
+    int64_t gb = 0;
+    std::from_chars(name.data(), name.data() + name.size(), slices);
+    const size_t dot = name.find('.');
+    if (dot != std::string::npos) {
+      std::from_chars(name.data() + dot + 1, name.data() + name.size(), gb);
+    }
+    shape.gpu_milli = slices * 1000 / mig::kComputeSlices;
+    shape.gpu_memory_mib = gb * 1024;
+  } else if (!t.vgpu_type().empty()) {
+    shape.form = GpuForm::kVgpu;
+    if (std::optional<vgpu::TypeName> type = vgpu::ParseType(t.vgpu_type())) {
+      shape.vgpu_family = type->family;
+      shape.vgpu_framebuffer_gib = type->framebuffer_gib;
+      shape.gpu_memory_mib = int64_t{type->framebuffer_gib} * 1024;
+    }
+    shape.gpu_milli = 0;  // depends on how many of the type the chosen GPU holds.
+  } else if (shape.form != GpuForm::kAny && shape.form != GpuForm::kWhole && t.gpu_milli() == 0) {
+    shape.gpu_milli = 0;  // any share of that form.
+  }
   shape.same_nvlink = spec.topology().task_gpus_same_nvlink();
   for (const std::string& name : t.gpu_models()) {
     std::optional<int> id = models.Intern(name);

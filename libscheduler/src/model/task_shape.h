@@ -3,12 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "model/gpu_models.h"
 #include "model/resource_vector.h"
 #include "tessera/v1/job.pb.h"
 
 namespace tessera {
+
+// The form of GPU share a task accepts (mirrors v1::GpuForm).
+enum class GpuForm : uint8_t { kAny, kWhole, kMig, kTimeSlice, kMps, kVgpu };
 
 struct TaskShape {
   int64_t cpu_milli = 0;
@@ -21,16 +25,28 @@ struct TaskShape {
   // Set when a listed model could not be interned (more than GpuModels::kMaxModels distinct
   // names): such a job is reported infeasible rather than widened to "any model".
   bool model_overflow = false;
+  GpuForm form = GpuForm::kAny;
+  // An exact MIG profile by name ("3g.40gb"); empty = the smallest instance that meets the asks.
+  std::string mig_profile;
+  // An exact vGPU type ("A100-4C" is family "A100", 4 GiB); 0 = the smallest that meets the asks.
+  std::string vgpu_family;
+  int32_t vgpu_framebuffer_gib = 0;
 
   bool needs_gpu() const { return gpu_count > 0; }
-  bool whole_gpus() const { return gpu_count > 0 && gpu_milli == 1000; }
-  bool fractional_gpu() const { return gpu_count == 1 && gpu_milli < 1000; }
+  // A share of one GPU: a fraction, or any form other than whole GPUs (a MIG 7g instance is a
+  // share even though it counts as the whole GPU's compute).
+  bool fractional_gpu() const {
+    return gpu_count == 1 &&
+           (gpu_milli < 1000 || (form != GpuForm::kAny && form != GpuForm::kWhole));
+  }
+  bool whole_gpus() const { return gpu_count > 0 && !fractional_gpu(); }
   bool AllowsModel(int model) const {
     return models == 0 || (model >= 0 && (models >> model) & 1u);
   }
 
-  // The request counted against quotas before placement: GPU memory is what was asked for (the
-  // placed allocation counts what the chosen device actually reserves).
+  // The request counted against quotas before placement: GPU memory is what was asked for, or
+  // what the named MIG profile or vGPU type says (the placed allocation counts what the chosen
+  // device actually reserves).
   ResourceVector RequestVector() const {
     return {cpu_milli, memory_mib, int64_t{gpu_count} * gpu_milli,
             int64_t{gpu_count} * gpu_memory_mib};

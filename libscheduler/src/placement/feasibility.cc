@@ -7,6 +7,8 @@
 
 namespace tessera {
 
+std::string DescribeShareAsk(const TaskShape& shape);
+
 FeasibilityQuery FeasibilityQuery::FromSpec(const v1::JobSpec& spec) {
   FeasibilityQuery q;
   const v1::TaskResources& t = spec.task();
@@ -18,6 +20,11 @@ FeasibilityQuery FeasibilityQuery::FromSpec(const v1::JobSpec& spec) {
   q.models.assign(t.gpu_models().begin(), t.gpu_models().end());
   q.same_nvlink = spec.topology().task_gpus_same_nvlink();
   q.same_node = spec.topology().tasks_same_node();
+  GpuModels scratch;
+  q.shape = MakeTaskShape(spec, scratch);
+  q.shape.models = 0;
+  q.gpu_milli = q.shape.gpu_milli;
+  q.gpu_memory_mib = q.shape.gpu_memory_mib;
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
   if (spec.has_elastic()) {
     q.min_tasks = std::max(1, spec.elastic().min_tasks());
@@ -41,12 +48,24 @@ FeasibilityQuery FeasibilityQuery::FromShape(const TaskShape& shape, const GpuMo
   q.same_nvlink = shape.same_nvlink;
   q.min_tasks = min_tasks;
   q.same_node = same_node;
+  q.shape = shape;
+  q.shape.models = 0;
   return q;
 }
 
+TaskShape FeasibilityQuery::GpuAsk() const {
+  TaskShape ask = shape;
+  ask.models = 0;
+  ask.gpu_count = gpu_count;
+  ask.gpu_milli = gpu_milli;
+  ask.gpu_memory_mib = gpu_memory_mib;
+  return ask;
+}
+
 FeasibilityChecker::FeasibilityChecker(const Cluster& cluster) {
-  using Key = std::tuple<std::string, int64_t, int64_t, int, int, int64_t>;
+  using Key = std::tuple<std::string, int64_t, int64_t, int, int, int64_t, std::string>;
   std::map<Key, int64_t> counts;
+  std::map<std::string, GpuSlot> idle_gpus;  // by sharing signature.
   for (const NodeState& n : cluster.nodes()) {
     if (!n.present()) continue;
     std::map<int32_t, int> domains;
@@ -58,14 +77,29 @@ FeasibilityChecker::FeasibilityChecker(const Cluster& cluster) {
     }
     const std::string model = n.model() >= 0 ? cluster.models().Name(n.model()) : "";
     const ResourceVector cap = n.Capacity();
+    // Nodes whose GPUs are shared differently are different shapes.
+    std::string sharing;
+    if (!n.gpus().empty()) {
+      const GpuSlot idle = IdleCopy(n.gpus()[0]);
+      sharing = std::to_string(static_cast<int>(idle.sharing)) + "/" +
+                std::to_string(idle.replicas) + "/" + std::to_string(idle.mig_managed) + "/" +
+                std::to_string(idle.vgpu_framebuffer_gib);
+      for (int i = 0; i < idle.mig_count; ++i) {
+        sharing += "/" + std::to_string(static_cast<int>(idle.mig[i].kind)) + "@" +
+                   std::to_string(idle.mig[i].start);
+      }
+      idle_gpus.emplace(sharing, idle);
+    }
     ++counts[{model, cap.cpu_milli(), cap.memory_mib(), static_cast<int>(n.gpus().size()), largest,
-              gpu_memory}];
+              gpu_memory, sharing}];
   }
   for (const auto& [key, count] : counts) {
     NodeShape s;
-    std::tie(s.model, s.cpu_milli, s.memory_mib, s.gpus, s.largest_nvlink_domain,
-             s.gpu_memory_mib) = key;
+    std::string sharing;
+    std::tie(s.model, s.cpu_milli, s.memory_mib, s.gpus, s.largest_nvlink_domain, s.gpu_memory_mib,
+             sharing) = key;
     s.count = count;
+    if (!sharing.empty()) s.idle_gpu = idle_gpus[sharing];
     shapes_.push_back(s);
   }
 }
@@ -81,18 +115,48 @@ int64_t FeasibilityChecker::TasksPerNode(const NodeShape& node, const Feasibilit
   int64_t tasks = std::min(q.cpu_milli > 0 ? node.cpu_milli / q.cpu_milli : INT64_MAX,
                            q.memory_mib > 0 ? node.memory_mib / q.memory_mib : INT64_MAX);
   if (q.gpu_count == 0) return tasks;
-  if (q.gpu_memory_mib > node.gpu_memory_mib) return 0;
-  if (q.gpu_milli >= 1000) {
+  const TaskShape ask = q.GpuAsk();
+  if (!ask.fractional_gpu()) {
+    if (q.gpu_memory_mib > node.gpu_memory_mib) return 0;
+    const GpuSlot& gpu = node.idle_gpu;
+    if (gpu.sharing != GpuSharing::kDefault && gpu.sharing != GpuSharing::kExclusive) return 0;
     const int usable = q.same_nvlink ? node.largest_nvlink_domain : node.gpus;
     if (usable < q.gpu_count) return 0;
     // Tasks needing a domain each: whole domains only when same_nvlink.
     return std::min<int64_t>(tasks, node.gpus / q.gpu_count);
   }
-  int64_t per_gpu = 1000 / q.gpu_milli;
-  const int64_t memory_each =
-      q.gpu_memory_mib > 0 ? q.gpu_memory_mib : node.gpu_memory_mib * q.gpu_milli / 1000;
-  if (memory_each > 0) per_gpu = std::min(per_gpu, node.gpu_memory_mib / memory_each);
-  return std::min<int64_t>(tasks, per_gpu * node.gpus);
+  return std::min<int64_t>(tasks, SharesPerGpu(node.idle_gpu, ask) * node.gpus);
+}
+
+int64_t FeasibilityChecker::SharesPerGpu(const GpuSlot& idle, const TaskShape& shape) {
+  auto fill = [&shape](GpuSlot gpu) {
+    int64_t n = 0;
+    while (n < 1000) {
+      std::optional<ShareOffer> offer = OfferShare(gpu, shape);
+      if (!offer) break;
+      TakeShare(gpu, offer->milli, offer->memory_mib, offer->mig_instance,
+                offer->vgpu_framebuffer_gib);
+      ++n;
+    }
+    return n;
+  };
+  int64_t best = fill(idle);
+  if (idle.sharing == GpuSharing::kMig && idle.mig_managed && idle.mig_model != nullptr) {
+    // The scheduler may re-partition the GPU: try a layout of one kind, packed from slice 0.
+    for (int k = 0; k < mig::kNumProfileKinds; ++k) {
+      const auto kind = static_cast<mig::ProfileKind>(k);
+      std::vector<mig::Instance> layout;
+      for (int start = 0; start < mig::kMemorySlices; ++start) {
+        layout.push_back({kind, static_cast<uint8_t>(start)});
+        if (!mig::IsValidLayout(layout)) layout.pop_back();
+      }
+      GpuSlot gpu = idle;
+      gpu.mig_count = static_cast<uint8_t>(layout.size());
+      std::copy(layout.begin(), layout.end(), gpu.mig.begin());
+      best = std::max(best, fill(gpu));
+    }
+  }
+  return best;
 }
 
 std::optional<std::string> FeasibilityChecker::Check(const FeasibilityQuery& q) const {
@@ -159,8 +223,14 @@ std::string FeasibilityChecker::ExplainNoNode(const FeasibilityQuery& q) const {
     else if (q.same_nvlink && q.gpu_count > domain)
       add("gpu_count on one NVLink domain", q.gpu_count, domain);
   }
-  if (q.gpu_count > 0 && q.gpu_memory_mib > gpu_memory) {
+  const TaskShape ask = q.GpuAsk();
+  if (q.gpu_count > 0 && ask.whole_gpus() && q.gpu_memory_mib > gpu_memory) {
     add("gpu_memory_mib", q.gpu_memory_mib, gpu_memory);
+  }
+  if (ask.fractional_gpu()) {
+    bool any_gpu_offers = false;
+    for (const NodeShape* n : allowed) any_gpu_offers |= SharesPerGpu(n->idle_gpu, ask) > 0;
+    if (!any_gpu_offers) shortfalls.push_back("no GPU offers " + DescribeShareAsk(ask));
   }
   if (shortfalls.empty()) {
     os << ": no single node has all of cpu_milli " << q.cpu_milli << ", memory_mib " << q.memory_mib
@@ -170,6 +240,20 @@ std::string FeasibilityChecker::ExplainNoNode(const FeasibilityQuery& q) const {
     for (size_t i = 0; i < shortfalls.size(); ++i) os << (i ? "; " : "") << shortfalls[i];
   }
   return os.str();
+}
+
+std::string DescribeShareAsk(const TaskShape& shape) {
+  if (!shape.mig_profile.empty()) return "the MIG profile " + shape.mig_profile;
+  if (shape.vgpu_framebuffer_gib > 0) {
+    return "the vGPU type " + shape.vgpu_family + "-" + std::to_string(shape.vgpu_framebuffer_gib) +
+           "C";
+  }
+  static constexpr const char* kForms[] = {"a share",      "whole GPUs",   "a MIG instance",
+                                           "a time slice", "an MPS share", "a vGPU"};
+  std::string what = kForms[static_cast<int>(shape.form)];
+  what += " of at least " + std::to_string(shape.gpu_milli) + " milli-GPUs";
+  if (shape.gpu_memory_mib > 0) what += " and " + std::to_string(shape.gpu_memory_mib) + " MiB";
+  return what;
 }
 
 }  // namespace tessera

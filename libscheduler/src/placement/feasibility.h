@@ -27,6 +27,12 @@ struct FeasibilityQuery {
   bool same_nvlink = false;
   int min_tasks = 1;  // tasks that must run at the same time (the gang minimum).
   bool same_node = false;
+  // The form of a share (MIG profile, vGPU type, sharing mode) as a shape; its counts and
+  // model mask are unused: the fields above say them.
+  TaskShape shape;
+
+  // `shape` with the counts above: what one task asks of a GPU.
+  TaskShape GpuAsk() const;
 
   static FeasibilityQuery FromSpec(const v1::JobSpec& spec);
   static FeasibilityQuery FromShape(const TaskShape& shape, const GpuModels& models, int min_tasks,
@@ -50,8 +56,11 @@ class FeasibilityChecker {
     int largest_nvlink_domain = 0;
     int64_t gpu_memory_mib = 0;
     int64_t count = 0;
+    GpuSlot idle_gpu;  // one of the node's GPUs, idle: they share a mode.
   };
 
+  // How many tasks asking for a share of one GPU an idle GPU like `gpu` could hold at once.
+  static int64_t SharesPerGpu(const GpuSlot& gpu, const TaskShape& shape);
   static int64_t TasksPerNode(const NodeShape& node, const FeasibilityQuery& q);
   bool ModelAllowed(const NodeShape& node, const FeasibilityQuery& q) const;
   std::string ExplainNoNode(const FeasibilityQuery& q) const;

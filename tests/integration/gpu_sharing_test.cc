@@ -1,0 +1,198 @@
+// Fractional GPUs end to end: MIG instances, vGPU types, time slices and MPS shares through the
+// public API, counted in physical units by queue accounting, with clear errors for bad asks.
+#include "integration/fixture.h"
+
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+// One A100-80GB node with two GPUs split 3g+3g+1g, and one A100-40GB vGPU node.
+v1::SimulatedCluster MigAndVgpu() {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* mig = AddGroup(cluster, "mig", 1, 2, "A100-80GB");
+  mig->set_sharing(v1::GPU_SHARING_MIG);
+  for (auto [profile, start] : {std::pair{"3g.40gb", 0}, {"3g.40gb", 4}}) {
+    v1::MigInstance* m = mig->add_mig_instances();
+    m->set_profile(profile);
+    m->set_start(start);
+  }
+  v1::SimulatedNodeGroup* vgpu = AddGroup(cluster, "vgpu", 1, 1, "A100-40GB");
+  vgpu->set_gpu_memory_mib(40960);
+  vgpu->set_sharing(v1::GPU_SHARING_VGPU);
+  return cluster;
+}
+
+TEST_CASE("gpu sharing: MIG profile requests take instances and count 3/7 of a GPU each") {
+  auto t = OpenCluster(MigAndVgpu());
+  Scheduler* s = t.scheduler.get();
+  std::vector<uint64_t> jobs;
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back(MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id());
+  }
+  t->WaitIdle();
+  std::set<std::pair<int, int>> instances;  // (gpu, start)
+  for (int i = 0; i < 4; ++i) {
+    const v1::Job job = MustGet(s, jobs[i]);
+    REQUIRE(job.status().state() == v1::RUNNING);
+    const v1::TaskPlacement& p = job.status().placements(0);
+    CHECK(p.node() == "mig-0");
+    CHECK(p.partition().sharing() == v1::GPU_SHARING_MIG);
+    CHECK(p.partition().mig_profile() == "3g.40gb");
+    CHECK(p.gpu_milli() == 428);
+    CHECK(p.gpu_memory_mib() == 40192);
+    instances.insert({p.gpus(0), p.partition().mig_start()});
+  }
+  CHECK(instances.size() == 4);  // four different instances.
+  // Four instances exist; the fifth waits.
+  CHECK(MustGet(s, jobs[4]).status().state() == v1::PENDING);
+  const v1::Queue queue = *s->GetQueue("default");
+  CHECK(queue.status().allocated().gpu_milli() == 4 * 428);
+  CHECK(queue.status().allocated().gpu_memory_mib() == 4 * 40192);
+}
+
+TEST_CASE("gpu sharing: 'at least X GiB and Y%' gets the smallest form that satisfies") {
+  auto t = OpenCluster(MigAndVgpu());
+  Scheduler* s = t.scheduler.get();
+  // 10% and 6 GiB as a vGPU: the smallest type with 6 GiB is A100-8C (five per A100-40GB,
+  // 200 milli each).
+  const uint64_t small = MustSubmit(s, JobSpecBuilder("default")
+                                           .GpuFraction(100)
+                                           .GpuMemoryMib(6 * 1024)
+                                           .GpuForm(v1::GPU_FORM_VGPU)
+                                           .Build())
+                             .id();
+  // 30% and 30 GiB in any form: the vGPU GPU now holds 8 GiB vGPUs only, so a MIG 3g.40gb
+  // instance is the smallest share that satisfies.
+  const uint64_t big =
+      MustSubmit(s, JobSpecBuilder("default").GpuFraction(300).GpuMemoryMib(30 * 1024).Build())
+          .id();
+  t->WaitIdle();
+  const v1::TaskPlacement a = MustGet(s, small).status().placements(0);
+  CHECK(a.partition().vgpu_type() == "A100-8C");
+  CHECK(a.gpu_milli() == 200);
+  const v1::TaskPlacement b = MustGet(s, big).status().placements(0);
+  CHECK(b.partition().mig_profile() == "3g.40gb");
+  CHECK(b.gpu_milli() == 428);
+}
+
+TEST_CASE("gpu sharing: time slices and MPS shares from a simulated cluster") {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* slices = AddGroup(cluster, "ts", 1, 1, "H100-80GB");
+  slices->set_sharing(v1::GPU_SHARING_TIME_SLICE);
+  slices->set_replicas(2);
+  v1::SimulatedNodeGroup* mps = AddGroup(cluster, "mps", 1, 1, "H100-80GB");
+  mps->set_sharing(v1::GPU_SHARING_MPS);
+  auto t = OpenCluster(cluster);
+  Scheduler* s = t.scheduler.get();
+  const uint64_t slice =
+      MustSubmit(s, JobSpecBuilder("default").GpuForm(v1::GPU_FORM_TIME_SLICE).Build()).id();
+  const uint64_t share = MustSubmit(s, JobSpecBuilder("default")
+                                           .GpuFraction(250)
+                                           .GpuMemoryMib(8192)
+                                           .GpuForm(v1::GPU_FORM_MPS)
+                                           .Build())
+                             .id();
+  // A whole GPU: neither node serves one.
+  const uint64_t whole = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+  t->WaitIdle();
+  const v1::TaskPlacement a = MustGet(s, slice).status().placements(0);
+  CHECK(a.node() == "ts-0");
+  CHECK(a.gpu_milli() == 500);
+  CHECK(a.partition().sharing() == v1::GPU_SHARING_TIME_SLICE);
+  const v1::TaskPlacement b = MustGet(s, share).status().placements(0);
+  CHECK(b.node() == "mps-0");
+  CHECK(b.gpu_milli() == 250);
+  CHECK(b.gpu_memory_mib() == 8192);
+  const v1::Job w = MustGet(s, whole);
+  CHECK(w.status().infeasible());
+  CHECK(w.status().state() == v1::PENDING);
+}
+
+TEST_CASE("gpu sharing: a form no GPU offers is infeasible with a reason") {
+  auto t = OpenCluster(OneNode(2));
+  Scheduler* s = t.scheduler.get();
+  const v1::Job job = MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build());
+  CHECK(job.status().infeasible());
+  CHECK(job.status().reason().find("no GPU offers the MIG profile 3g.40gb") != std::string::npos);
+}
+
+TEST_CASE("gpu sharing: bad share requests are refused naming the field") {
+  auto t = OpenCluster(MigAndVgpu());
+  Scheduler* s = t.scheduler.get();
+  auto expect = [&](const v1::JobSpec& spec, const std::string& message) {
+    auto r = s->Submit(spec);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kInvalidArgument);
+    CHECK_MESSAGE(r.status().message().find(message) != std::string::npos, r.status().message());
+  };
+  expect(JobSpecBuilder("default").MigProfile("5g.50gb").Build(),
+         "task.mig_profile: '5g.50gb' is not a MIG profile");
+  expect(JobSpecBuilder("default").VgpuType("A100").Build(),
+         "task.vgpu_type: 'A100' is not a vGPU type name");
+  v1::JobSpec two = JobSpecBuilder("default").MigProfile("3g.40gb").Build();
+  two.mutable_task()->set_gpu_count(2);
+  expect(two, "task.mig_profile: a share of one GPU needs task.gpu_count == 1, got 2");
+  expect(JobSpecBuilder("default").MigProfile("3g.40gb").GpuFraction(300).Build(),
+         "task.gpu_milli: set, but task.mig_profile already names the share");
+  expect(JobSpecBuilder("default").GpuForm(v1::GPU_FORM_MPS).Build(),
+         "task.gpu_milli: an MPS share needs its thread percentage");
+  expect(JobSpecBuilder("default").GpuFraction(300).GpuForm(v1::GPU_FORM_WHOLE).Build(),
+         "task.gpu_milli: GPU_FORM_WHOLE takes whole GPUs");
+  expect(JobSpecBuilder("default").MigProfile("3g.40gb").GpuForm(v1::GPU_FORM_VGPU).Build(),
+         "task.mig_profile: set, but task.gpu_form is not GPU_FORM_MIG");
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+TEST_CASE("gpu sharing: managed MIG GPUs are re-partitioned for waiting jobs, busy ones kept") {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* group = AddGroup(cluster, "h100", 1, 1, "H100-80GB");
+  group->set_sharing(v1::GPU_SHARING_MIG);
+  group->set_mig_managed(true);
+  v1::MigInstance* whole = group->add_mig_instances();
+  whole->set_profile("7g.80gb");
+  whole->set_start(0);
+  auto t = OpenCluster(cluster);
+  Scheduler* s = t.scheduler.get();
+
+  const uint64_t small =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("1g.10gb").Build()).id();
+  t->WaitIdle();
+  const v1::Job a = MustGet(s, small);
+  REQUIRE(a.status().state() == v1::RUNNING);
+  const int small_start = a.status().placements(0).partition().mig_start();
+  CHECK(small_start >= 4);  // the planner keeps the low slices open for large instances.
+
+  const uint64_t large =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("4g.40gb").Build()).id();
+  t->WaitIdle();
+  const v1::Job b = MustGet(s, large);
+  REQUIRE(b.status().state() == v1::RUNNING);
+  CHECK(b.status().placements(0).partition().mig_start() == 0);
+  // The 1g task was not disturbed.
+  CHECK(MustGet(s, small).status().attempt() == 1);
+  CHECK(MustGet(s, small).status().placements(0).partition().mig_start() == small_start);
+
+  // A 3g instance needs slices 0-3 or 4-7, both partly held: it waits, feasible, for one to end.
+  const uint64_t waiting =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id();
+  t->WaitIdle();
+  const v1::Job c = MustGet(s, waiting);
+  CHECK(c.status().state() == v1::PENDING);
+  CHECK_FALSE(c.status().infeasible());
+  REQUIRE(s->Cancel(large).ok());
+  t->WaitIdle();
+  const v1::Job d = MustGet(s, waiting);
+  CHECK(d.status().state() == v1::RUNNING);
+  CHECK(d.status().placements(0).partition().mig_profile() == "3g.40gb");
+}
+
+}  // namespace
+}  // namespace tessera
