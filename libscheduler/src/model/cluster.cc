@@ -100,7 +100,7 @@ GpuSlot MakeGpuSlot(const v1::GpuDevice& g) {
     }
   }
   if (slot.sharing == GpuSharing::kVgpu) {
-    slot.vgpu_family = std::string(vgpu::Family(g.model()));
+    slot.vgpu_family = vgpu::InternFamily(vgpu::Family(g.model()));
     if (!g.vgpu_type().empty()) {
       slot.vgpu_framebuffer_gib = vgpu::ParseType(g.vgpu_type())->framebuffer_gib;
       slot.vgpu_fixed = true;

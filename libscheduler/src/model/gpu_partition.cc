@@ -15,7 +15,7 @@ v1::GpuPartition DescribeShare(const NodeState& node, const TaskAllocation& allo
     p.set_mig_start(gpu.mig[allocation.mig_instance].start);
   }
   if (allocation.vgpu_framebuffer_gib > 0) {
-    p.set_vgpu_type(vgpu::TypeNameFor(gpu.vgpu_family, allocation.vgpu_framebuffer_gib));
+    p.set_vgpu_type(vgpu::TypeNameFor(*gpu.vgpu_family, allocation.vgpu_framebuffer_gib));
   }
   return p;
 }
@@ -30,7 +30,7 @@ bool RestoreShare(NodeState& node, const v1::TaskPlacement& placement, TaskAlloc
   allocation.share = true;
   if (gpu.sharing == GpuSharing::kVgpu) {
     std::optional<vgpu::TypeName> type = vgpu::ParseType(p.vgpu_type());
-    if (!type || type->family != gpu.vgpu_family) return false;
+    if (!type || gpu.vgpu_family == nullptr || type->family != *gpu.vgpu_family) return false;
     if (gpu.users > 0 && gpu.vgpu_framebuffer_gib != type->framebuffer_gib) return false;
     allocation.vgpu_framebuffer_gib = type->framebuffer_gib;
     return true;

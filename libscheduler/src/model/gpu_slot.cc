@@ -76,7 +76,8 @@ std::optional<ShareOffer> OfferVgpuOfType(const GpuSlot& gpu, const TaskShape& s
 }
 
 std::optional<ShareOffer> OfferVgpu(const GpuSlot& gpu, const TaskShape& shape) {
-  if (!shape.vgpu_family.empty() && shape.vgpu_family != gpu.vgpu_family) return std::nullopt;
+  if (gpu.vgpu_family == nullptr) return std::nullopt;
+  if (!shape.vgpu_family.empty() && shape.vgpu_family != *gpu.vgpu_family) return std::nullopt;
   if (gpu.vgpu_framebuffer_gib > 0) {
     // One type per GPU: the one in use (or fixed by the operator).
     if (shape.vgpu_framebuffer_gib != 0 && shape.vgpu_framebuffer_gib != gpu.vgpu_framebuffer_gib) {

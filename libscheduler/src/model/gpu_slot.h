@@ -40,15 +40,16 @@ struct GpuSlot {
   int16_t replicas = 0;  // kTimeSlice: slices per GPU.
 
   // kMig: the current layout and which instances are held (bit i = mig[i]).
-  const mig::ModelProfiles* mig_model = nullptr;
   bool mig_managed = false;
   uint8_t mig_count = 0;
   uint8_t mig_busy = 0;
   std::array<mig::Instance, mig::kMaxInstances> mig{};
+  const mig::ModelProfiles* mig_model = nullptr;
 
-  // kVgpu: the family of the GPU's model ("A100"), the framebuffer of the type in use (0 while
-  // no vGPU exists and the type is not fixed) and whether an operator fixed it.
-  std::string vgpu_family;
+  // kVgpu: the family of the GPU's model ("A100", interned by vgpu::InternFamily), the
+  // framebuffer of the type in use (0 while no vGPU exists and the type is not fixed) and
+  // whether an operator fixed it.
+  const std::string* vgpu_family = nullptr;
   int32_t vgpu_framebuffer_gib = 0;
   bool vgpu_fixed = false;
 

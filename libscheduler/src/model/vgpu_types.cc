@@ -2,6 +2,8 @@
 
 #include <array>
 #include <charconv>
+#include <mutex>
+#include <set>
 
 namespace tessera::vgpu {
 
@@ -19,6 +21,15 @@ std::optional<TypeName> ParseType(std::string_view name) {
 
 std::string_view Family(std::string_view gpu_model) {
   return gpu_model.substr(0, gpu_model.find('-'));
+}
+
+const std::string* InternFamily(std::string_view family) {
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> families;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = families.find(family);
+  if (it == families.end()) it = families.emplace(family).first;
+  return &*it;
 }
 
 int32_t MemoryGib(int64_t gpu_memory_mib) {

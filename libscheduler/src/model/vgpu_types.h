@@ -29,6 +29,8 @@ struct TypeName {
 std::optional<TypeName> ParseType(std::string_view name);
 // The family part of a GPU model name: "A100" for "A100-80GB".
 std::string_view Family(std::string_view gpu_model);
+// The one copy of a family name, kept for the life of the process (GPU slots point to it).
+const std::string* InternFamily(std::string_view family);
 // Whole GiB of a GPU's memory, as vGPU framebuffer sizes count it.
 int32_t MemoryGib(int64_t gpu_memory_mib);
 // How many vGPUs with `framebuffer_gib` fit a GPU of `gpu_memory_mib`; 0 when none.

@@ -46,11 +46,15 @@ std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
   return scorer_->Choose(node, shape);
 }
 
-std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape) {
+std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape,
+                                              const std::string& preferred_rack) {
   std::optional<TaskAllocation> best;
   int64_t best_score = std::numeric_limits<int64_t>::min();
   uint64_t best_rank = 0;  // of `best` in the random node order, when ties go by it.
+  bool best_in_rack = false;
+  const bool prefer_rack = !preferred_rack.empty();
   const int wanted = scorer_->candidates();
+  const int lookahead = wanted > kMaxVisitsPerTask ? wanted : wanted + kRackLookahead;
 
   auto search = [&](int model) {
     int found = 0;
@@ -59,15 +63,19 @@ std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape) {
       const NodeState& node = cluster_.node(id);
       if (std::optional<ScoredAllocation> a = FitOnNode(node, shape)) {
         const uint64_t rank = tie_order_seed_ ? TieRank(*tie_order_seed_, id) : 0;
-        if (!best || a->score > best_score ||
-            (a->score == best_score && tie_order_seed_ && rank < best_rank)) {
+        const bool in_rack = prefer_rack && node.rack() == preferred_rack;
+        const bool better_rank = a->score > best_score ||
+                                 (a->score == best_score && tie_order_seed_ && rank < best_rank);
+        if (!best || in_rack > best_in_rack || (in_rack == best_in_rack && better_rank)) {
           best = a->allocation;
           best_score = a->score;
           best_rank = rank;
+          best_in_rack = in_rack;
         }
         ++found;
       }
-      return found < wanted && ++visits < kMaxVisitsPerTask;
+      const bool want_more = found < wanted || (prefer_rack && !best_in_rack && found < lookahead);
+      return want_more && ++visits < kMaxVisitsPerTask;
     });
   };
 
@@ -121,11 +129,13 @@ PlacementResult Placer::Place(const TaskShape& shape, int min_tasks, int max_tas
       for (const TaskAllocation& a : tasks) Release(a);
     }
   } else {
+    std::string rack;  // of the first task: the others prefer it.
     while (static_cast<int>(result.tasks.size()) < max_tasks) {
-      std::optional<TaskAllocation> a = FindOne(shape);
+      std::optional<TaskAllocation> a = FindOne(shape, rack);
       if (!a) break;
       Apply(*a);
       result.tasks.push_back(*a);
+      if (result.tasks.size() == 1) rack = cluster_.node(a->node).rack();
     }
   }
 

@@ -4,7 +4,9 @@
 // chosen by the scorer (Scorer::Choose), and the scorer picks among the first few, or among all
 // of them when it asks to. Equal scores go to the candidate met first in index order, or, once
 // BreakTiesByRandomNodeOrder is called, to the first in a random order of nodes fixed by a seed.
-// A job's tasks are placed one after another; if fewer than the gang minimum fit, every
+// A job's tasks are placed one after another, the later ones preferring the rack of the first
+// (node label "rack"): a fitting node in that rack beats any node outside it, however they
+// score, so a gang's tasks talk over the rack's switch. If fewer than the gang minimum fit, every
 // tentative allocation is undone, so a gang never holds part of the cluster while it waits (no
 // partial holds, no deadlock).
 //
@@ -39,6 +41,9 @@ class Placer {
   static constexpr int kMaxVisitsPerTask = 2048;
   // Nodes tried for a job whose tasks must share one node.
   static constexpr size_t kMaxSameNodeCandidates = 256;
+  // Extra fitting candidates looked at, beyond what the scorer wants, to find one in the rack
+  // a job's earlier tasks went to.
+  static constexpr int kRackLookahead = 64;
 
   Placer(Cluster& cluster, NodeIndex& index, std::unique_ptr<Scorer> scorer,
          std::vector<std::unique_ptr<NodeFilter>> filters = DefaultFilters());
@@ -64,8 +69,8 @@ class Placer {
   const Scorer& scorer() const { return *scorer_; }
 
  private:
-  // The best node for one task, or nullopt.
-  std::optional<TaskAllocation> FindOne(const TaskShape& shape);
+  // The best node for one task, or nullopt; a node in `preferred_rack` (unless empty) first.
+  std::optional<TaskAllocation> FindOne(const TaskShape& shape, const std::string& preferred_rack);
   std::optional<ScoredAllocation> FitOnNode(const NodeState& node, const TaskShape& shape) const;
   int PlaceOnNode(const NodeState& node, const TaskShape& shape, int max_tasks,
                   std::vector<TaskAllocation>* out);

@@ -122,6 +122,27 @@ TEST_CASE("placement: a gang spans nodes when it must; min..max places as many a
   CHECK(elastic.tasks.size() == 4);
 }
 
+TEST_CASE("placement: a gang's later tasks stay in the rack of its first") {
+  for (bool binpack : {true, false}) {
+    PlacementFixture f(binpack ? PlacementOptions::Binpack() : PlacementOptions::Spread());
+    // Racks interleaved in index order: without a rack preference, the second task of each
+    // gang would land in the other rack.
+    for (const char* name : {"r1-a", "r2-a", "r1-b", "r2-b", "r1-c", "r2-c"}) {
+      v1::NodeSpec spec = GpuNode(name, 8, "A100");
+      (*spec.mutable_labels())["rack"] = std::string(name).substr(0, 2);
+      f.Add(spec);
+    }
+    PlacementResult gang = f.placer.Place(WholeGpus(8), 3, 3, false);
+    REQUIRE(gang.placed());
+    const std::string rack = f.cluster.node(gang.tasks[0].node).rack();
+    for (const TaskAllocation& a : gang.tasks) CHECK(f.cluster.node(a.node).rack() == rack);
+    // When the rack is full, the rest of the gang goes elsewhere rather than wait.
+    PlacementResult spill = f.placer.Place(WholeGpus(8), 3, 3, false);
+    REQUIRE(spill.placed());
+    CHECK(f.cluster.node(spill.tasks[0].node).rack() != rack);
+  }
+}
+
 TEST_CASE("placement: tasks that must share a node go to one node or nowhere") {
   PlacementFixture f;
   f.Add(GpuNode("a", 8, "A100"));
