@@ -196,3 +196,24 @@ TEST_CASE("gpu sharing: managed MIG GPUs are re-partitioned for waiting jobs, bu
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+TEST_CASE("gpu sharing: the documented example cluster loads and serves MIG and slices") {
+  Options options;
+  options.simulated_cluster_file = std::string(TESSERA_EXAMPLES_DIR) + "/clusters/gpu-sharing.yaml";
+  auto t = Open(options);
+  Scheduler* s = t.scheduler.get();
+  const uint64_t mig = MustSubmit(s, JobSpecBuilder("default").MigProfile("2g.20gb").Build()).id();
+  const uint64_t slice =
+      MustSubmit(s, JobSpecBuilder("default").GpuForm(v1::GPU_FORM_TIME_SLICE).Build()).id();
+  t->WaitIdle();
+  CHECK(MustGet(s, mig).status().placements(0).node().rfind("mig-", 0) == 0);
+  CHECK(MustGet(s, slice).status().placements(0).gpu_milli() == 250);
+}
+
+}  // namespace
+}  // namespace tessera
