@@ -1,5 +1,5 @@
 # Installs the CMake package so that consumers write find_package(Tessera) and link
-# tessera::scheduler.
+# tessera::scheduler (an embedding host) or tessera::plugin_sdk (a plugin).
 include(CMakePackageConfigHelpers)
 
 set(TESSERA_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/Tessera")

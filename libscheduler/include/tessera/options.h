@@ -16,6 +16,7 @@
 
 #include "tessera/clock.h"
 #include "tessera/export.h"
+#include "tessera/plugin_host.h"
 #include "tessera/v1/node.pb.h"
 
 namespace tessera {
@@ -198,6 +199,12 @@ struct Options {
   std::optional<v1::SimulatedCluster> simulated_cluster;
   // A YAML file describing the simulated cluster; see docs/simulated-cluster.md.
   std::string simulated_cluster_file;
+
+  // The backend that runs tasks, as a plugin (tessera/plugin_host.h). Unset: the built-in
+  // simulation runs simulated_cluster.
+  std::optional<PluginOptions> executor_plugin;
+  // Where plugins named without a path are looked for, in order.
+  std::vector<std::string> plugin_dirs;
 };
 
 // Two nodes with 8 A100-80GB GPUs each and two with 4 H100-80GB: enough to show fairness,

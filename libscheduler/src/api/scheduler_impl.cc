@@ -48,8 +48,18 @@ v1::SimulatedCluster DefaultSimulatedCluster() {
 StatusOr<std::unique_ptr<Scheduler>> SchedulerImpl::Create(const Options& options) {
   TESSERA_RETURN_IF_ERROR(ValidateOptions(options));
 
+  std::shared_ptr<PluginLibrary> plugin;
+  if (options.executor_plugin) {
+    StatusOr<std::shared_ptr<PluginLibrary>> loaded =
+        PluginLibrary::Load(options.executor_plugin->plugin, options.plugin_dirs);
+    if (!loaded.ok()) return loaded.status().WithContext("executor_plugin");
+    plugin = *loaded;
+  }
+
   v1::SimulatedCluster cluster;
-  if (options.simulated_cluster) {
+  if (plugin) {
+    // The plugin reports the nodes; no simulated cluster is run.
+  } else if (options.simulated_cluster) {
     cluster = *options.simulated_cluster;
   } else if (!options.simulated_cluster_file.empty()) {
     TESSERA_RETURN_IF_ERROR(YamlFileToMessage(options.simulated_cluster_file, &cluster));
@@ -62,7 +72,7 @@ StatusOr<std::unique_ptr<Scheduler>> SchedulerImpl::Create(const Options& option
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Store::Open(options.store));
   std::shared_ptr<Clock> clock = options.clock ? options.clock : RealClock();
   std::unique_ptr<SchedulerImpl> impl(new SchedulerImpl(options, clock, std::move(store)));
-  TESSERA_RETURN_IF_ERROR(impl->Recover(*nodes));
+  TESSERA_RETURN_IF_ERROR(impl->Recover(*nodes, std::move(plugin)));
   return std::unique_ptr<Scheduler>(std::move(impl));
 }
 
@@ -78,8 +88,32 @@ SchedulerImpl::SchedulerImpl(const Options& options, std::shared_ptr<Clock> cloc
   feasibility_ = engine_->feasibility();
 }
 
-Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
-  executor_ = std::make_unique<SimulatedExecutor>(nodes, engine_->timers(), *clock_, *engine_);
+Status SchedulerImpl::StartPluginExecutor(std::shared_ptr<PluginLibrary> library) {
+  PluginExecutor::Wiring wiring;
+  wiring.post = [this](std::function<void()> fn) { Post(std::move(fn)); };
+  wiring.events = engine_.get();
+  wiring.timers = &engine_->timers();
+  wiring.clock = clock_.get();
+  wiring.on_unhealthy = [this](const std::string& why) { engine_->LoseExecutor(why); };
+  StatusOr<std::unique_ptr<PluginExecutor>> started =
+      PluginExecutor::Start(std::move(library), *options_.executor_plugin, std::move(wiring));
+  if (!started.ok()) return started.status().WithContext("executor_plugin");
+  PluginExecutor& plugin = **started;
+  executor_ = std::move(*started);
+  StatusOr<std::vector<v1::NodeSpec>> inventory = plugin.LoadInventory();
+  if (!inventory.ok()) return inventory.status().WithContext("executor_plugin");
+  StatusOr<std::vector<TaskRef>> live = plugin.LoadLiveTasks();
+  if (!live.ok()) return live.status().WithContext("executor_plugin");
+  return Status::Ok();
+}
+
+Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
+                              std::shared_ptr<PluginLibrary> plugin) {
+  if (plugin) {
+    TESSERA_RETURN_IF_ERROR(StartPluginExecutor(std::move(plugin)));
+  } else {
+    executor_ = std::make_unique<SimulatedExecutor>(nodes, engine_->timers(), *clock_, *engine_);
+  }
   engine_->SetExecutor(executor_.get());
 
   // The decision thread is not running yet, so the engine is used directly here.
@@ -224,7 +258,12 @@ void SchedulerImpl::WaitIdle() {
       return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
              (next && *next <= clock_->NowUs());
     });
-    if (!engine_busy && store_->WritesEnqueued() == writes_before && store_->Idle()) return;
+    // Calls still running in a backend plugin will report back to the strand.
+    const bool backend_busy = executor_->Busy();
+    if (!engine_busy && !backend_busy && store_->WritesEnqueued() == writes_before &&
+        store_->Idle()) {
+      return;
+    }
     // Back off while work goes on, so that waiting does not take CPU from it.
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));

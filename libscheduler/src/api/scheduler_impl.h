@@ -19,6 +19,8 @@
 
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
+#include "plugins/plugin_executor.h"
+#include "plugins/plugin_library.h"
 #include "store/store.h"
 #include "tessera/scheduler.h"
 
@@ -81,8 +83,10 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   SchedulerImpl(const Options& options, std::shared_ptr<Clock> clock,
                 std::unique_ptr<store::Store> store);
 
-  // Start-up: inventory, queues, live jobs; then the decision thread.
-  Status Recover(const std::vector<v1::NodeSpec>& nodes);
+  // Start-up: inventory (from `plugin` when set, else the simulated `nodes`), queues, live
+  // jobs; then the decision thread.
+  Status Recover(const std::vector<v1::NodeSpec>& nodes, std::shared_ptr<PluginLibrary> plugin);
+  Status StartPluginExecutor(std::shared_ptr<PluginLibrary> library);
 
   // EngineHost.
   void Persist(std::shared_ptr<const JobUpdate> update,
@@ -119,7 +123,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   int clock_listener_ = 0;
 
   std::unique_ptr<Engine> engine_;
-  std::unique_ptr<SimulatedExecutor> executor_;
+  std::unique_ptr<Executor> executor_;
 
   std::atomic<bool> closing_{false};
   std::atomic<int64_t> posted_{0};  // strand tasks not yet finished.

@@ -108,6 +108,9 @@ class Engine final : public ExecutorEvents {
   // --- Executor reports (ExecutorEvents).
   void OnTaskStarted(const TaskRef& task) override;
   void OnTaskExited(const TaskRef& task, int exit_code) override;
+  // The executor can no longer be trusted (a plugin turned unhealthy): every node is cordoned,
+  // so nothing new is placed, and every job with placed tasks is requeued as lost.
+  void LoseExecutor(const std::string& why);
 
   // --- Time and decisions.
   void OnTimeAdvanced();

@@ -105,3 +105,23 @@ void Engine::PersistNodeEvent(const std::string& node, const std::string& reason
 }
 
 }  // namespace tessera
+
+namespace tessera {
+
+void Engine::LoseExecutor(const std::string& why) {
+  for (const NodeState& node : cluster_.nodes()) {
+    if (!node.present()) continue;
+    cluster_.node(node.id()).set_cordoned(true);
+    placer_.Refresh(node.id());
+  }
+  std::vector<uint64_t> placed;
+  for (const auto& [id, job] : jobs_) {
+    if (job.PlacedTasks() > 0) placed.push_back(id);
+  }
+  std::sort(placed.begin(), placed.end());
+  for (uint64_t id : placed) {
+    if (JobRecord* job = FindJob(id)) Requeue(*job, why);
+  }
+}
+
+}  // namespace tessera

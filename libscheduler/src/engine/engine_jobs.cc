@@ -116,6 +116,13 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   job.last_checkpoint_us = status.last_checkpoint_us();
   job.sim_duration_ms = spec.simulation().duration_ms();
   job.sim_exit_code = spec.simulation().exit_code();
+  if (spec.command_size() > 0 || spec.env_size() > 0) {
+    auto process = std::make_shared<ProcessSpec>();
+    process->job_name = spec.name();
+    process->command.assign(spec.command().begin(), spec.command().end());
+    process->env.insert(spec.env().begin(), spec.env().end());
+    job.process = std::move(process);
+  }
   job.attempt = std::max(1, status.attempt());
   job.start_time_us = status.start_time_us();
   job.cancel_requested = status.cancel_requested();
@@ -280,6 +287,7 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_
     request.memory_mib = task->allocation.memory_mib;
     request.sim_duration_ms = job->sim_duration_ms;
     request.sim_exit_code = job->sim_exit_code;
+    request.process = job->process;
     task->launched = true;
     executor_->Launch(request);
   }

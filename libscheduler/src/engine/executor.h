@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,13 @@ struct TaskRef {
   }
 };
 
+// The process a task runs, for backends that run processes.
+struct ProcessSpec {
+  std::string job_name;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+};
+
 struct LaunchRequest {
   TaskRef ref;
   std::string node;
@@ -41,8 +50,9 @@ struct LaunchRequest {
   std::optional<v1::GpuPartition> partition;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  int64_t sim_duration_ms = 0;  // simulation only.
-  int32_t sim_exit_code = 0;    // simulation only.
+  int64_t sim_duration_ms = 0;                 // simulation only.
+  int32_t sim_exit_code = 0;                   // simulation only.
+  std::shared_ptr<const ProcessSpec> process;  // null when the job names no command.
 };
 
 class ExecutorEvents {
@@ -70,6 +80,9 @@ class Executor {
                               const std::vector<v1::MigInstance>& layout) {}
   // Tasks still alive (for reconciliation after a restart).
   virtual std::vector<TaskRef> LiveTasks() = 0;
+  // True while calls to the backend are still in flight (a host waiting for quiet waits for
+  // them too). Executors that act at once have none.
+  virtual bool Busy() const { return false; }
 };
 
 }  // namespace tessera

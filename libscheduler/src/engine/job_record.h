@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/executor.h"
 #include "fairshare/pending_key.h"
 #include "fairshare/queue_tree.h"
 #include "model/node_state.h"
@@ -42,6 +44,9 @@ struct JobRecord {
   int64_t checkpoint_every_us = 0;  // simulation: checkpoints this often while running.
   int64_t sim_duration_ms = 0;
   int32_t sim_exit_code = 0;
+  // What a process backend runs; shared and null when the spec has neither, so jobs of the
+  // simulation pay one pointer.
+  std::shared_ptr<const ProcessSpec> process;
 
   v1::JobState state = v1::PENDING;
   int32_t attempt = 1;

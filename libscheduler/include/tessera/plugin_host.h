@@ -1,0 +1,55 @@
+// Plugins: resource backends loaded at run time from shared objects that speak the C ABI of
+// sdk/include/tessera/plugin/abi.h (docs/plugins.md).
+//
+// The scheduler runs its tasks through one executor plugin when Options::executor_plugin names
+// one (otherwise through the built-in simulation). A plugin is found by path, or by name in
+// Options::plugin_dirs ("sim" is libtessera_plugin_sim.so). Loading checks the ABI version
+// before anything else: a plugin built for another major version is refused with the versions
+// in the message; a newer minor version is accepted.
+//
+// Every call into a plugin runs on a worker thread of that plugin with a deadline. A plugin
+// whose call fails, returns bytes that do not parse, or does not answer within its deadline is
+// marked unhealthy: it gets no more calls, its nodes are cordoned, the tasks it was asked to
+// launch fail, and the scheduler keeps deciding. A hung call is abandoned, never waited for.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/export.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+struct PluginOptions {
+  // A path to the shared object, or a plugin name looked up in Options::plugin_dirs.
+  std::string plugin;
+  // Passed to the plugin's on_init unchanged, in the plugin's own format.
+  std::string config;
+  // How long one call may take before the plugin is marked unhealthy.
+  std::chrono::milliseconds call_deadline{5000};
+  // How often the host asks the plugin for events it has not pushed (on the real clock).
+  std::chrono::milliseconds poll_interval{100};
+};
+
+// What a plugin says about itself.
+struct PluginInfo {
+  std::string path;
+  std::string name;
+  std::string version;
+  uint32_t abi_major = 0;
+  uint32_t abi_minor = 0;
+  bool executor = false;
+  bool partitioner = false;
+  bool capacity_provider = false;
+};
+
+// Loads `plugin` (a path, or a name searched in `dirs`), checks its ABI version and describes it.
+// Errors: NOT_FOUND (no such file), INVALID_ARGUMENT (not a plugin: no entry symbol, a bad
+// descriptor), FAILED_PRECONDITION (another ABI major version).
+TESSERA_EXPORT StatusOr<PluginInfo> InspectPlugin(const std::string& plugin,
+                                                  const std::vector<std::string>& dirs = {});
+
+}  // namespace tessera

@@ -1,0 +1,385 @@
+#include "plugins/plugin_executor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "tessera/v1/plugin.pb.h"
+
+namespace tessera {
+namespace {
+
+// A sink that keeps what the plugin writes.
+struct StringSink {
+  tessera_sink sink;
+  std::string bytes;
+  bool written = false;
+
+  StringSink() {
+    sink.context = this;
+    sink.write = [](tessera_sink* s, const uint8_t* data, size_t size) {
+      auto* self = static_cast<StringSink*>(s->context);
+      self->bytes.assign(reinterpret_cast<const char*>(data), size);
+      self->written = true;
+    };
+  }
+  StringSink(const StringSink&) = delete;
+  StringSink& operator=(const StringSink&) = delete;
+};
+
+tessera_bytes Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+TaskRef FromProto(const v1::TaskRef& r) { return TaskRef{r.job(), r.attempt(), r.task()}; }
+
+v1::TaskRef ToProto(const TaskRef& r) {
+  v1::TaskRef p;
+  p.set_job(r.job);
+  p.set_attempt(r.attempt);
+  p.set_task(r.task);
+  return p;
+}
+
+std::string CallError(const PluginInfo& info, const std::string& what, tessera_status code,
+                      const std::string& message) {
+  return "plugin '" + info.name + "': " + what + " failed (status " + std::to_string(code) + ")" +
+         (message.empty() ? "" : ": " + message);
+}
+
+}  // namespace
+
+// State shared with plugin threads and host callbacks, which may outlive the executor when a
+// call hangs: it keeps the library loaded and says whether anyone still listens.
+struct PluginExecutor::Shared {
+  std::shared_ptr<PluginLibrary> library;
+  tessera_host_api host{};
+  tessera_plugin_instance* instance = nullptr;
+  Wiring wiring;
+  std::atomic<bool>* unhealthy = nullptr;  // valid while !closed.
+
+  std::mutex mu;
+  bool closed = false;  // the executor is gone: drop whatever arrives.
+
+  // Strand only: asks the executor for a poll, and the times polls are already scheduled at.
+  std::function<void()> poll_hook;
+  std::set<int64_t> polls_scheduled;
+
+  // Runs `fn` on the strand unless the executor is gone.
+  void Post(std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!closed) wiring.post(std::move(fn));
+  }
+
+  void MarkUnhealthy(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (closed || unhealthy->exchange(true)) return;
+    spdlog::error("{}; marking the plugin unhealthy", why);
+    wiring.post([on_unhealthy = wiring.on_unhealthy, why] {
+      if (on_unhealthy) on_unhealthy(why);
+    });
+  }
+
+  // Hands one event to the engine; false when the bytes do not parse.
+  bool Deliver(const uint8_t* data, size_t size) {
+    v1::BackendEvent event;
+    if (!event.ParseFromArray(data, static_cast<int>(size))) return false;
+    Deliver(event);
+    return true;
+  }
+
+  void Deliver(const v1::BackendEvent& event) {
+    const TaskRef ref = FromProto(event.ref());
+    ExecutorEvents* events = wiring.events;
+    switch (event.kind()) {
+      case v1::BackendEvent::TASK_STARTED:
+        Post([events, ref] { events->OnTaskStarted(ref); });
+        break;
+      case v1::BackendEvent::TASK_EXITED:
+        Post([events, ref, code = event.exit_code()] { events->OnTaskExited(ref, code); });
+        break;
+      case v1::BackendEvent::INVENTORY_CHANGED:
+        spdlog::warn("plugin '{}' reports a changed inventory; nodes are read only at open for now",
+                     library->info().name);
+        break;
+      default:
+        spdlog::warn("plugin '{}' sent an event of unknown kind {}", library->info().name,
+                     static_cast<int>(event.kind()));
+    }
+  }
+};
+
+PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const PluginOptions& options,
+                               Wiring wiring)
+    : library_(std::move(library)), options_(options), shared_(std::make_shared<Shared>()) {
+  shared_->library = library_;
+  shared_->wiring = std::move(wiring);
+  shared_->unhealthy = &unhealthy_;
+  tessera_host_api& host = shared_->host;
+  host.struct_size = sizeof(tessera_host_api);
+  host.context = shared_.get();
+  host.tessera_host_log = [](void* context, int32_t level, const char* message, size_t size) {
+    auto* s = static_cast<Shared*>(context);
+    const std::string_view text(message, size);
+    const std::string& name = s->library->info().name;
+    switch (level) {
+      case TESSERA_LOG_DEBUG:
+        spdlog::debug("[{}] {}", name, text);
+        break;
+      case TESSERA_LOG_WARN:
+        spdlog::warn("[{}] {}", name, text);
+        break;
+      case TESSERA_LOG_ERROR:
+        spdlog::error("[{}] {}", name, text);
+        break;
+      default:
+        spdlog::info("[{}] {}", name, text);
+    }
+  };
+  host.tessera_host_emit_event = [](void* context, const uint8_t* data, size_t size) {
+    auto* s = static_cast<Shared*>(context);
+    if (!s->Deliver(data, size)) {
+      s->MarkUnhealthy("plugin '" + s->library->info().name +
+                       "': emit_event sent bytes that are not a tessera.v1.BackendEvent");
+    }
+  };
+  host.tessera_host_now_us = [](void* context) {
+    return static_cast<Shared*>(context)->wiring.clock->NowUs();
+  };
+  shared_->poll_hook = [this] { PostPoll(); };
+  std::weak_ptr<Shared> weak = shared_;
+  worker_ = std::make_unique<PluginWorker>(library_->info().name, options_.call_deadline,
+                                           [weak](const std::string& why) {
+                                             if (auto s = weak.lock()) s->MarkUnhealthy(why);
+                                           });
+}
+
+StatusOr<std::unique_ptr<PluginExecutor>> PluginExecutor::Start(
+    std::shared_ptr<PluginLibrary> library, const PluginOptions& options, Wiring wiring) {
+  if (!library->info().executor) {
+    return InvalidArgumentError(
+        "plugin '" + library->info().name +
+        "' is not an executor (its kinds lack TESSERA_PLUGIN_KIND_EXECUTOR)");
+  }
+  std::unique_ptr<PluginExecutor> executor(
+      new PluginExecutor(std::move(library), options, std::move(wiring)));
+  // The call's results live in shared storage: if it hangs, it may finish after we return.
+  struct Init {
+    tessera_status code = TESSERA_INTERNAL;
+    tessera_plugin_instance* instance = nullptr;
+    StringSink error;
+  };
+  auto init = std::make_shared<Init>();
+  std::shared_ptr<Shared> shared = executor->shared_;
+  const std::string config = options.config;
+  Status waited = executor->worker_->RunAndWait("on_init", [shared, init, config] {
+    init->code = shared->library->descriptor().tessera_plugin_on_init(
+        &shared->host, Bytes(config), &init->instance, &init->error.sink);
+  });
+  if (!waited.ok()) return waited;
+  if (init->code != TESSERA_OK) {
+    const PluginInfo& info = executor->library_->info();
+    return Status(static_cast<StatusCode>(init->code),
+                  "plugin '" + info.name + "': on_init refused the config: " + init->error.bytes);
+  }
+  shared->instance = init->instance;
+  executor->poller_ = std::thread([raw = executor.get()] { raw->PollerLoop(); });
+  return executor;
+}
+
+PluginExecutor::~PluginExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(poller_mu_);
+    stopping_ = true;
+  }
+  poller_wake_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->closed = true;
+    shared_->poll_hook = nullptr;  // the strand is stopped: nothing runs timers any more.
+  }
+  // Shut the instance down unless a call is stuck in it (the ABI allows one call at a time).
+  if (shared_->instance != nullptr && !worker_->hung()) {
+    std::shared_ptr<Shared> shared = shared_;
+    Status done = worker_->RunAndWait("on_shutdown", [shared] {
+      shared->library->descriptor().tessera_plugin_on_shutdown(shared->instance);
+    });
+    if (!done.ok()) spdlog::error("{}", done.message());
+  }
+  worker_.reset();
+}
+
+StatusOr<std::vector<v1::NodeSpec>> PluginExecutor::LoadInventory() {
+  struct Call {
+    tessera_status code = TESSERA_INTERNAL;
+    StringSink out, error;
+  };
+  auto call = std::make_shared<Call>();
+  std::shared_ptr<Shared> shared = shared_;
+  TESSERA_RETURN_IF_ERROR(worker_->RunAndWait("on_inventory", [shared, call] {
+    call->code = shared->library->descriptor().tessera_plugin_on_inventory(
+        shared->instance, &call->out.sink, &call->error.sink);
+  }));
+  const PluginInfo& info = library_->info();
+  if (call->code != TESSERA_OK) {
+    return Status(static_cast<StatusCode>(call->code),
+                  CallError(info, "on_inventory", call->code, call->error.bytes));
+  }
+  v1::Inventory inventory;
+  if (!inventory.ParseFromString(call->out.bytes)) {
+    return InvalidArgumentError("plugin '" + info.name +
+                                "': on_inventory wrote bytes that are not a tessera.v1.Inventory");
+  }
+  inventory_.assign(inventory.nodes().begin(), inventory.nodes().end());
+  return inventory_;
+}
+
+StatusOr<std::vector<TaskRef>> PluginExecutor::LoadLiveTasks() {
+  struct Call {
+    tessera_status code = TESSERA_INTERNAL;
+    StringSink out, error;
+  };
+  auto call = std::make_shared<Call>();
+  std::shared_ptr<Shared> shared = shared_;
+  TESSERA_RETURN_IF_ERROR(worker_->RunAndWait("on_reconcile", [shared, call] {
+    call->code = shared->library->descriptor().tessera_plugin_on_reconcile(
+        shared->instance, &call->out.sink, &call->error.sink);
+  }));
+  const PluginInfo& info = library_->info();
+  if (call->code != TESSERA_OK) {
+    return Status(static_cast<StatusCode>(call->code),
+                  CallError(info, "on_reconcile", call->code, call->error.bytes));
+  }
+  v1::LiveTasks live;
+  if (!live.ParseFromString(call->out.bytes)) {
+    return InvalidArgumentError("plugin '" + info.name +
+                                "': on_reconcile wrote bytes that are not tessera.v1.LiveTasks");
+  }
+  live_.clear();
+  for (const v1::TaskRef& r : live.tasks()) live_.push_back(FromProto(r));
+  return live_;
+}
+
+void PluginExecutor::PostRequest(const std::string& what,
+                                 tessera_status (*const* call)(tessera_plugin_instance*,
+                                                               tessera_bytes, tessera_sink*),
+                                 std::string request, std::function<void()> on_failure) {
+  std::shared_ptr<Shared> shared = shared_;
+  auto fail = [shared, on_failure](const std::string& why) {
+    shared->MarkUnhealthy(why);
+    if (on_failure) shared->Post(on_failure);
+  };
+  if (unhealthy_ || *call == nullptr) {
+    if (*call == nullptr) spdlog::warn("plugin '{}' has no {}", library_->info().name, what);
+    if (on_failure) shared->Post(on_failure);
+    return;
+  }
+  const bool queued = worker_->Post(what, [shared, call, what, request = std::move(request), fail] {
+    StringSink error;
+    const tessera_status code = (*call)(shared->instance, Bytes(request), &error.sink);
+    if (code != TESSERA_OK) fail(CallError(shared->library->info(), what, code, error.bytes));
+  });
+  if (!queued && on_failure) shared->Post(on_failure);
+}
+
+void PluginExecutor::Launch(const LaunchRequest& request) {
+  v1::LaunchTask launch;
+  *launch.mutable_ref() = ToProto(request.ref);
+  launch.set_node(request.node);
+  for (int gpu : request.gpus) launch.add_gpus(gpu);
+  launch.set_gpu_milli(request.gpu_milli);
+  launch.set_gpu_memory_mib(request.gpu_memory_mib);
+  if (request.partition) *launch.mutable_partition() = *request.partition;
+  launch.set_cpu_milli(request.cpu_milli);
+  launch.set_memory_mib(request.memory_mib);
+  if (request.process) {
+    launch.set_job_name(request.process->job_name);
+    for (const std::string& arg : request.process->command) launch.add_command(arg);
+    launch.mutable_env()->insert(request.process->env.begin(), request.process->env.end());
+  }
+  launch.mutable_simulation()->set_duration_ms(request.sim_duration_ms);
+  launch.mutable_simulation()->set_exit_code(request.sim_exit_code);
+  ExecutorEvents* events = shared_->wiring.events;
+  const TaskRef ref = request.ref;
+  PostRequest("on_launch", &library_->descriptor().tessera_plugin_on_launch,
+              launch.SerializeAsString(),
+              [events, ref] { events->OnTaskExited(ref, kPluginFailedExitCode); });
+  PostPoll();
+}
+
+void PluginExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
+  v1::StopTask stop;
+  *stop.mutable_ref() = ToProto(task);
+  stop.set_grace_ms(grace_ms);
+  PostRequest("on_stop", &library_->descriptor().tessera_plugin_on_stop, stop.SerializeAsString());
+  PostPoll();
+}
+
+void PluginExecutor::Resize(const TaskRef& job, int tasks) {
+  if (library_->descriptor().tessera_plugin_on_resize == nullptr) return;
+  v1::ResizeJob resize;
+  resize.set_job(job.job);
+  resize.set_attempt(job.attempt);
+  resize.set_tasks(tasks);
+  PostRequest("on_resize", &library_->descriptor().tessera_plugin_on_resize,
+              resize.SerializeAsString());
+}
+
+void PluginExecutor::ApplyMigLayout(const std::string& node, int gpu,
+                                    const std::vector<v1::MigInstance>& layout) {
+  v1::MigLayoutRequest request;
+  request.set_node(node);
+  request.set_gpu(gpu);
+  for (const v1::MigInstance& m : layout) *request.add_layout() = m;
+  PostRequest("on_apply_mig_layout", &library_->descriptor().tessera_plugin_on_apply_mig_layout,
+              request.SerializeAsString());
+}
+
+void PluginExecutor::PostPoll() {
+  if (unhealthy_ || library_->descriptor().tessera_plugin_on_poll_events == nullptr) return;
+  std::shared_ptr<Shared> shared = shared_;
+  worker_->Post("on_poll_events", [shared] {
+    StringSink out, error;
+    const PluginInfo& info = shared->library->info();
+    const tessera_status code = shared->library->descriptor().tessera_plugin_on_poll_events(
+        shared->instance, &out.sink, &error.sink);
+    if (code != TESSERA_OK) {
+      shared->MarkUnhealthy(CallError(info, "on_poll_events", code, error.bytes));
+      return;
+    }
+    v1::BackendEvents events;
+    if (!events.ParseFromString(out.bytes)) {
+      shared->MarkUnhealthy("plugin '" + info.name +
+                            "': on_poll_events wrote bytes that are not tessera.v1.BackendEvents");
+      return;
+    }
+    for (const v1::BackendEvent& e : events.events()) shared->Deliver(e);
+    // On a virtual clock nothing else would poll at the time the plugin named: ask the
+    // engine's timers to. (On the real clock the poller thread covers it.)
+    const int64_t next = events.next_event_us();
+    if (next > 0 && !shared->wiring.clock->IsRealTime()) {
+      shared->Post([shared, next] {
+        if (!shared->polls_scheduled.insert(next).second) return;
+        shared->wiring.timers->Schedule(next, [shared, next] {
+          shared->polls_scheduled.erase(next);
+          if (shared->poll_hook) shared->poll_hook();
+        });
+      });
+    }
+  });
+}
+
+bool PluginExecutor::Busy() const { return worker_->InFlight() > 0; }
+
+void PluginExecutor::PollerLoop() {
+  pthread_setname_np(pthread_self(), "tessera-poll");
+  std::unique_lock<std::mutex> lock(poller_mu_);
+  while (!stopping_) {
+    poller_wake_.wait_for(lock, options_.poll_interval);
+    if (stopping_) return;
+    if (shared_->wiring.clock->IsRealTime() && worker_->InFlight() == 0) PostPoll();
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,100 @@
+// PluginExecutor: the engine's Executor, served by an executor plugin through the C ABI.
+//
+// The engine calls it on the decision strand and must never wait for a plugin there: launch,
+// stop, resize and re-partitioning are queued on the plugin's PluginWorker and return at once.
+// Only opening (inventory, reconcile) waits, within the call deadline. What the plugin reports
+// (emit_event from any thread, or the answer to on_poll_events) is parsed off the strand and
+// handed to the engine on the strand through Wiring::post.
+//
+// Polling: after every launch and stop, every poll_interval on the real clock, and, for a
+// plugin on a virtual clock, at the time its last poll said it next has something to report
+// (BackendEvents.next_event_us, through the engine's timers).
+//
+// Health: a call that fails, hangs past its deadline, or returns bytes that do not parse marks
+// the plugin unhealthy once and for good (until the scheduler restarts it): Wiring::on_unhealthy
+// runs on the strand, later launches fail at once (the task exits with kPluginFailedExitCode),
+// and no further call is made.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/executor.h"
+#include "engine/timer_queue.h"
+#include "plugins/plugin_library.h"
+#include "plugins/plugin_worker.h"
+#include "tessera/clock.h"
+#include "tessera/plugin_host.h"
+
+namespace tessera {
+
+class PluginExecutor final : public Executor {
+ public:
+  // The exit code a task reports when the plugin refused or could not be asked to launch it.
+  static constexpr int kPluginFailedExitCode = -1;
+
+  struct Wiring {
+    std::function<void(std::function<void()>)> post;  // runs a function on the decision strand.
+    ExecutorEvents* events = nullptr;                 // strand only.
+    TimerQueue* timers = nullptr;                     // strand only.
+    const Clock* clock = nullptr;
+    std::function<void(const std::string& why)> on_unhealthy;  // strand only.
+  };
+
+  // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.
+  static StatusOr<std::unique_ptr<PluginExecutor>> Start(std::shared_ptr<PluginLibrary> library,
+                                                         const PluginOptions& options,
+                                                         Wiring wiring);
+  ~PluginExecutor() override;
+
+  // Asks the plugin for its nodes and its live tasks; used while opening, before the strand runs.
+  StatusOr<std::vector<v1::NodeSpec>> LoadInventory();
+  StatusOr<std::vector<TaskRef>> LoadLiveTasks();
+
+  std::vector<v1::NodeSpec> Inventory() override { return inventory_; }
+  void Launch(const LaunchRequest& request) override;
+  void Stop(const TaskRef& task, int64_t grace_ms) override;
+  void Resize(const TaskRef& job, int tasks) override;
+  void ApplyMigLayout(const std::string& node, int gpu,
+                      const std::vector<v1::MigInstance>& layout) override;
+  std::vector<TaskRef> LiveTasks() override { return live_; }
+  bool Busy() const override;
+
+  bool healthy() const { return !unhealthy_.load(); }
+  const PluginInfo& info() const { return library_->info(); }
+
+ private:
+  struct Shared;  // what plugin threads and callbacks may touch after we are gone.
+
+  PluginExecutor(std::shared_ptr<PluginLibrary> library, const PluginOptions& options,
+                 Wiring wiring);
+  // Queues a call that sends `request` to `call`; on failure the plugin turns unhealthy and
+  // `on_failure` (if any) runs on the strand.
+  void PostRequest(const std::string& what,
+                   tessera_status (*const* call)(tessera_plugin_instance*, tessera_bytes,
+                                                 tessera_sink*),
+                   std::string request, std::function<void()> on_failure = nullptr);
+  void PostPoll();
+  void PollerLoop();
+
+  std::shared_ptr<PluginLibrary> library_;
+  PluginOptions options_;
+  std::shared_ptr<Shared> shared_;
+  std::unique_ptr<PluginWorker> worker_;
+  std::atomic<bool> unhealthy_{false};
+  std::vector<v1::NodeSpec> inventory_;
+  std::vector<TaskRef> live_;
+  std::thread poller_;
+  std::atomic<bool> stopping_{false};
+  std::mutex poller_mu_;
+  std::condition_variable poller_wake_;
+};
+
+}  // namespace tessera

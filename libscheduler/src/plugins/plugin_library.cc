@@ -1,0 +1,108 @@
+#include "plugins/plugin_library.h"
+
+#include <boost/dll/shared_library.hpp>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+
+namespace tessera {
+namespace {
+
+// The descriptor's size in minor version 0: up to and including its last field.
+constexpr size_t kMinor0Size = offsetof(tessera_plugin_descriptor, tessera_plugin_on_deprovision) +
+                               sizeof(tessera_plugin_descriptor::tessera_plugin_on_deprovision);
+
+StatusOr<std::string> Resolve(const std::string& plugin, const std::vector<std::string>& dirs) {
+  if (plugin.empty()) return InvalidArgumentError("plugin: required (a path or a name)");
+  if (plugin.find('/') != std::string::npos || plugin.ends_with(".so")) {
+    if (!std::filesystem::exists(plugin)) {
+      return NotFoundError("plugin '" + plugin + "': no such file");
+    }
+    return plugin;
+  }
+  std::string searched;
+  for (const std::string& dir : dirs) {
+    const std::filesystem::path candidate =
+        std::filesystem::path(dir) / ("libtessera_plugin_" + plugin + ".so");
+    if (std::filesystem::exists(candidate)) return candidate.string();
+    searched += (searched.empty() ? "" : ", ") + dir;
+  }
+  return NotFoundError("plugin '" + plugin + "': no libtessera_plugin_" + plugin +
+                       ".so in plugin_dirs (" + (searched.empty() ? "none set" : searched) + ")");
+}
+
+}  // namespace
+
+Status PluginLibrary::CheckDescriptor(const tessera_plugin_descriptor* d,
+                                      const std::string& where) {
+  if (d == nullptr)
+    return InvalidArgumentError(where + ": the entry function returned no descriptor");
+  if (d->abi_major != TESSERA_PLUGIN_ABI_MAJOR) {
+    return FailedPreconditionError(
+        where + ": built for plugin ABI " + std::to_string(d->abi_major) + "." +
+        std::to_string(d->abi_minor) + ", but this scheduler speaks " +
+        std::to_string(TESSERA_PLUGIN_ABI_MAJOR) + "." + std::to_string(TESSERA_PLUGIN_ABI_MINOR) +
+        "; rebuild the plugin against this Tessera");
+  }
+  if (d->struct_size < kMinor0Size) {
+    return InvalidArgumentError(where + ": descriptor struct_size " +
+                                std::to_string(d->struct_size) + " is smaller than ABI " +
+                                std::to_string(TESSERA_PLUGIN_ABI_MAJOR) + ".0's " +
+                                std::to_string(kMinor0Size));
+  }
+  if (d->name == nullptr || d->name[0] == '\0') {
+    return InvalidArgumentError(where + ": descriptor has no name");
+  }
+  if (d->tessera_plugin_on_init == nullptr || d->tessera_plugin_on_shutdown == nullptr) {
+    return InvalidArgumentError(where + ": descriptor lacks on_init or on_shutdown");
+  }
+  const uint32_t known = TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER |
+                         TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER;
+  if (d->kinds == 0 || (d->kinds & ~known) != 0) {
+    return InvalidArgumentError(where + ": descriptor kinds " + std::to_string(d->kinds) +
+                                " is not a set of TESSERA_PLUGIN_KIND_* bits");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<PluginLibrary>> PluginLibrary::Load(const std::string& plugin,
+                                                             const std::vector<std::string>& dirs) {
+  TESSERA_ASSIGN_OR_RETURN(const std::string path, Resolve(plugin, dirs));
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->library_ = std::make_unique<boost::dll::shared_library>();
+  boost::dll::fs::error_code ec;
+  // RTLD_LOCAL (Boost.DLL's default on POSIX) keeps the plugin's symbols to itself; the shared
+  // tessera_proto library is found through the plugin's own dependencies.
+  lib->library_->load(path, boost::dll::load_mode::default_mode, ec);
+  if (ec) return InvalidArgumentError("plugin '" + path + "': cannot load: " + ec.message());
+  if (!lib->library_->has(TESSERA_PLUGIN_ENTRY_SYMBOL)) {
+    return InvalidArgumentError("plugin '" + path +
+                                "': no " TESSERA_PLUGIN_ENTRY_SYMBOL
+                                " symbol; is it a Tessera plugin?");
+  }
+  auto entry = lib->library_->get<const tessera_plugin_descriptor*()>(TESSERA_PLUGIN_ENTRY_SYMBOL);
+  const tessera_plugin_descriptor* d = entry();
+  TESSERA_RETURN_IF_ERROR(CheckDescriptor(d, "plugin '" + path + "'"));
+  std::memcpy(&lib->descriptor_, d, std::min<size_t>(d->struct_size, sizeof(lib->descriptor_)));
+
+  PluginInfo& info = lib->info_;
+  info.path = path;
+  info.name = d->name;
+  info.version = d->version ? d->version : "";
+  info.abi_major = d->abi_major;
+  info.abi_minor = d->abi_minor;
+  info.executor = d->kinds & TESSERA_PLUGIN_KIND_EXECUTOR;
+  info.partitioner = d->kinds & TESSERA_PLUGIN_KIND_PARTITIONER;
+  info.capacity_provider = d->kinds & TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER;
+  return lib;
+}
+
+PluginLibrary::~PluginLibrary() = default;
+
+StatusOr<PluginInfo> InspectPlugin(const std::string& plugin,
+                                   const std::vector<std::string>& dirs) {
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<PluginLibrary> lib, PluginLibrary::Load(plugin, dirs));
+  return lib->info();
+}
+
+}  // namespace tessera

@@ -1,0 +1,53 @@
+// PluginWorker: runs one plugin instance's calls one at a time on a thread of their own, each
+// with a deadline, so that a slow or hung plugin never blocks the caller (the decision strand).
+//
+// Calls are queued with Post (fire and forget) or RunAndWait (the caller waits, at most the
+// deadline). A watchdog thread times the running call; one that outlives its deadline is
+// abandoned: the worker is marked hung, `on_hung` is called once (from the watchdog thread), no
+// further call starts, and waiting callers get UNAVAILABLE. The stuck thread cannot be killed;
+// it is detached at destruction and keeps alive, through the state it shares, everything the
+// call may still touch (the caller's closures hold the plugin library).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "tessera/status.h"
+
+namespace tessera {
+
+class PluginWorker {
+ public:
+  using Call = std::function<void()>;
+
+  PluginWorker(std::string plugin, std::chrono::milliseconds deadline,
+               std::function<void(const std::string& why)> on_hung);
+  ~PluginWorker();
+  PluginWorker(const PluginWorker&) = delete;
+  PluginWorker& operator=(const PluginWorker&) = delete;
+
+  // Queues `call`, named `what` in messages. False when the worker is hung or stopping.
+  bool Post(std::string what, Call call);
+  // Runs `call` and waits for it to finish, at most the deadline.
+  // Errors: UNAVAILABLE when it did not finish in time or the worker is hung.
+  Status RunAndWait(std::string what, Call call);
+
+  // Calls queued or running, not counting one that hung.
+  size_t InFlight() const;
+  bool hung() const;
+
+ private:
+  struct State;
+  static void Run(std::shared_ptr<State> state);
+  static void Watch(std::shared_ptr<State> state);
+
+  std::shared_ptr<State> state_;
+  std::thread worker_;
+  std::thread watchdog_;
+};
+
+}  // namespace tessera

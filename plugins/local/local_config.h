@@ -1,0 +1,39 @@
+// The local backend's configuration: a few "key = value" lines.
+//
+//   # comments and blank lines are ignored; spaces around keys and values are trimmed.
+//   node_name = gpu-box-1               # default: the host name
+//   state_dir = /var/lib/tessera/local  # default: ./var/local-plugin (logs/ and tasks/ inside)
+//   cpu_milli = 32000                   # default: online CPUs x 1000
+//   memory_mib = 128000                 # default: MemTotal of /proc/meminfo
+//   poll_interval_ms = 100              # how often running tasks are checked; default 100
+//   cuda_runtime_library = /opt/cuda/lib64/libcudart.so.12  # default: the usual sonames
+//   cuda_driver_library = /usr/lib/x86_64-linux-gnu/libcuda.so.1  # default: libcuda.so.1
+//
+// A plain line format rather than protobuf JSON keeps the plugin free of a second schema for
+// five settings. Unknown keys and malformed values are INVALID_ARGUMENT naming the key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/plugin/plugin.h"
+
+namespace tessera::local {
+
+struct LocalConfig {
+  std::string node_name;  // empty = gethostname().
+  std::string state_dir = "./var/local-plugin";
+  int64_t cpu_milli = 0;             // 0 = from the machine.
+  int64_t memory_mib = 0;            // 0 = from the machine.
+  int64_t poll_interval_ms = 100;    // lower = faster exit reports, more wake-ups.
+  std::string cuda_runtime_library;  // empty = try libcudart.so, .so.13, .so.12, .so.11.0.
+  std::string cuda_driver_library;   // empty = libcuda.so.1 (only for GPU names and memory).
+};
+
+// Parses `text` into `config` (fields not mentioned keep their defaults).
+plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* config);
+
+// Fills what the config left to the machine: host name, CPUs, memory.
+plugin::PluginStatus ResolveMachineDefaults(LocalConfig* config);
+
+}  // namespace tessera::local

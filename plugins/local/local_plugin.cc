@@ -1,0 +1,385 @@
+// The local backend: runs tasks as child processes of the host, on this one machine, with the
+// GPUs the CUDA Runtime finds (none is fine: the node is then CPU-only).
+//
+// A task is LaunchTask.command started with posix_spawnp in a process group of its own, with
+// the host's environment plus LaunchTask.env, TESSERA_JOB/ATTEMPT/TASK and
+// CUDA_VISIBLE_DEVICES (the listed GPU indices; empty for none, which hides every GPU). Its
+// stdout and stderr go to <state>/logs/<job>-<attempt>-<task>.log, and a record of it
+// (pid, process group, start time) to <state>/tasks/, so that after a restart of the host a new
+// instance adopts it again and Reconcile lists it.
+//
+// A monitor thread (started by the first call after Init) checks the tasks every
+// poll_interval_ms and reports through emit_event (PollEvents always answers empty):
+// TASK_STARTED after a launch, TASK_EXITED with the exit status, or 128 + N for a task killed by
+// signal N (143 after SIGTERM, 137 after SIGKILL). When a task's first process ends, whatever it
+// left behind in its process group is killed. A task adopted after a restart is usually no longer
+// our child: it cannot be waited for, so /proc is polled and its exit is reported with exit code
+// -1 (unknown) once it is gone. (If it is still our child, because the same process made a new
+// instance, its real status is used.) Tasks that ended while no instance watched them are absent
+// from Reconcile: the host treats them as lost.
+//
+// Stop sends SIGTERM to the task's process group and SIGKILL once grace_ms has passed (at once
+// for grace 0). Launch is idempotent while the task is known. Shutdown stops the monitor thread
+// and leaves the tasks running. The host clock stamps events; grace periods are real time,
+// since real processes use them.
+//
+// The host process should not reap children it did not start (a waitpid(-1) loop, or SIGCHLD
+// set to SIG_IGN): a task reaped behind the backend's back is reported with exit code -1.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <tuple>
+
+#include "gpu_discovery.h"
+#include "local_config.h"
+#include "task_process.h"
+#include "tessera/plugin/plugin.h"
+
+extern char** environ;
+
+namespace tessera::local {
+namespace {
+
+using plugin::PluginStatus;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+constexpr int32_t kUnknownExitCode = -1;
+
+using TaskKey = std::tuple<uint64_t, int32_t, int32_t>;
+TaskKey KeyOf(const v1::TaskRef& ref) { return {ref.job(), ref.attempt(), ref.task()}; }
+
+std::string Join(const google::protobuf::RepeatedField<int32_t>& values) {
+  std::string text;
+  for (int i = 0; i < values.size(); ++i) text += (i ? "," : "") + std::to_string(values[i]);
+  return text;
+}
+
+class LocalBackend final : public plugin::Plugin {
+ public:
+  explicit LocalBackend(plugin::Host host) : Plugin(host) {}
+  ~LocalBackend() override { StopMonitor(); }
+
+  PluginStatus Init(const std::string& text) override {
+    PluginStatus status = ParseLocalConfig(text, &config_);
+    if (status.ok()) status = ResolveMachineDefaults(&config_);
+    if (!status.ok()) return status;
+    logs_dir_ = config_.state_dir + "/logs";
+    tasks_dir_ = config_.state_dir + "/tasks";
+    for (const std::string& dir : {logs_dir_, tasks_dir_}) {
+      std::error_code error;
+      std::filesystem::create_directories(dir, error);
+      if (error) {
+        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                   "state_dir: cannot create " + dir + ": " + error.message());
+      }
+    }
+    node_.set_name(config_.node_name);
+    node_.set_cpu_milli(config_.cpu_milli);
+    node_.set_memory_mib(config_.memory_mib);
+    std::string note;
+    std::unique_ptr<CudaRuntime> cuda =
+        OpenCudaRuntime(config_.cuda_runtime_library, config_.cuda_driver_library, &note);
+    if (cuda != nullptr) {
+      for (v1::GpuDevice& gpu : DiscoverGpus(*cuda, &note)) *node_.add_gpus() = std::move(gpu);
+    }
+    host().Log(TESSERA_LOG_INFO, "local: node '" + node_.name() + "', " +
+                                     std::to_string(node_.cpu_milli()) + " milli-CPU, " +
+                                     std::to_string(node_.memory_mib()) + " MiB; " + note);
+    AdoptRecordedTasks();
+    return PluginStatus::Ok();
+  }
+
+  void Shutdown() override { StopMonitor(); }
+
+  PluginStatus Inventory(v1::Inventory* out) override {
+    std::lock_guard lock(mutex_);
+    EnsureMonitor();
+    *out->add_nodes() = node_;
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Launch(const v1::LaunchTask& request) override {
+    const int64_t now = host().NowUs();  // never call the host with mutex_ held.
+    std::lock_guard lock(mutex_);
+    EnsureMonitor();
+    if (tasks_.count(KeyOf(request.ref()))) return PluginStatus::Ok();  // idempotent.
+    if (request.command().empty()) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                 "command: required for the local backend");
+    }
+    if (request.node() != node_.name()) {
+      return PluginStatus::Error(
+          TESSERA_NOT_FOUND,
+          "node: this backend runs node '" + node_.name() + "', not '" + request.node() + "'");
+    }
+    for (int i = 0; i < request.gpus_size(); ++i) {
+      if (request.gpus(i) < 0 || request.gpus(i) >= node_.gpus_size()) {
+        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                   "gpus[" + std::to_string(i) + "]: node '" + node_.name() +
+                                       "' has no GPU " + std::to_string(request.gpus(i)));
+      }
+    }
+    std::vector<std::string> env;
+    PluginStatus status = TaskEnvironment(request, &env);
+    if (!status.ok()) return status;
+
+    TaskRecord record;
+    record.ref = request.ref();
+    record.log_path = logs_dir_ + "/" + TaskStem(request.ref()) + ".log";
+    record.started_us = now;
+    const std::vector<std::string> argv(request.command().begin(), request.command().end());
+    status = SpawnTask(argv, env, record.log_path, &record.pid);
+    if (!status.ok()) return status;
+    record.pgid = record.pid;
+    // The child is ours until we reap it, so its /proc entry is there even if it already exited.
+    if (std::optional<ProcStat> stat = ReadProcStat(record.pid)) {
+      record.start_ticks = stat->start_ticks;
+    }
+    status = WriteTaskRecord(tasks_dir_, record);
+    if (!status.ok()) {
+      // The task runs; only a restart of the host would lose track of it.
+      pending_logs_.push_back("local: task " + TaskStem(record.ref) +
+                              " has no record; a host restart will not find it: " + status.message);
+    }
+    Task& task = tasks_[KeyOf(record.ref)];
+    task.record = std::move(record);
+    task.our_child = true;
+    Report(v1::BackendEvent::TASK_STARTED, task.record.ref, 0, now,
+           "pid " + std::to_string(task.record.pid));
+    wake_.notify_all();
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Stop(const v1::StopTask& request) override {
+    std::lock_guard lock(mutex_);
+    EnsureMonitor();
+    auto it = tasks_.find(KeyOf(request.ref()));
+    if (it == tasks_.end()) return PluginStatus::Ok();  // gone already (or never here).
+    Task& task = it->second;
+    if (!task.our_child && !StillTheSameProcess(task.record)) return PluginStatus::Ok();
+    if (request.grace_ms() <= 0) {
+      ::kill(-task.record.pgid, SIGKILL);
+      return PluginStatus::Ok();
+    }
+    ::kill(-task.record.pgid, SIGTERM);
+    const SteadyTime kill_at =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(request.grace_ms());
+    if (!task.kill_at || kill_at < *task.kill_at) task.kill_at = kill_at;
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Reconcile(v1::LiveTasks* out) override {
+    std::lock_guard lock(mutex_);
+    EnsureMonitor();
+    for (const auto& [key, task] : tasks_) *out->add_tasks() = task.record.ref;
+    return PluginStatus::Ok();
+  }
+
+  // Events go out through emit_event as they happen; nothing is left for a poll.
+  PluginStatus PollEvents(v1::BackendEvents* out) override {
+    std::lock_guard lock(mutex_);
+    EnsureMonitor();
+    return PluginStatus::Ok();
+  }
+
+ private:
+  struct Task {
+    TaskRecord record;
+    bool our_child = false;             // started by this instance (waitable).
+    std::optional<SteadyTime> kill_at;  // SIGKILL due (a stop's grace ends).
+  };
+
+  // The host's environment, then the request's, then what the backend sets itself.
+  PluginStatus TaskEnvironment(const v1::LaunchTask& request, std::vector<std::string>* env) {
+    std::map<std::string, std::string> vars;
+    for (char** e = environ; e && *e; ++e) {
+      const std::string entry(*e);
+      const size_t equals = entry.find('=');
+      if (equals != std::string::npos) vars[entry.substr(0, equals)] = entry.substr(equals + 1);
+    }
+    for (const auto& [name, value] : request.env()) {
+      if (name.empty() || name.find('=') != std::string::npos) {
+        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                   "env: invalid variable name '" + name + "'");
+      }
+      vars[name] = value;
+    }
+    vars["TESSERA_JOB"] = std::to_string(request.ref().job());
+    vars["TESSERA_ATTEMPT"] = std::to_string(request.ref().attempt());
+    vars["TESSERA_TASK"] = std::to_string(request.ref().task());
+    // Indices in the CUDA runtime's enumeration order, the order discovery used; the task
+    // inherits the host's CUDA_DEVICE_ORDER, so it enumerates the same way.
+    vars["CUDA_VISIBLE_DEVICES"] = Join(request.gpus());
+    if (request.partition().sharing() == v1::GPU_SHARING_MPS) {
+      // An MPS client's share: its active-thread percentage and a memory limit per visible
+      // device (ordinals as the task sees them, after CUDA_VISIBLE_DEVICES renumbering).
+      vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+          std::to_string(std::max(1, request.gpu_milli() / 10));
+      if (request.gpu_memory_mib() > 0) {
+        std::string limits;
+        for (int i = 0; i < request.gpus_size(); ++i) {
+          limits += (i ? "," : "") + std::to_string(i) + "=" +
+                    std::to_string(request.gpu_memory_mib()) + "M";
+        }
+        vars["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
+      }
+    }
+    // A MIG instance would be named by its MIG UUID in CUDA_VISIBLE_DEVICES; creating instances
+    // and knowing their UUIDs is the mig backend's job, so this backend offers whole GPUs.
+    for (const auto& [name, value] : vars) env->push_back(name + "=" + value);
+    return PluginStatus::Ok();
+  }
+
+  // Takes back the tasks a previous instance recorded, where the same process still runs.
+  void AdoptRecordedTasks() {
+    std::vector<std::string> problems;
+    std::vector<TaskRecord> records = ReadTaskRecords(tasks_dir_, &problems);
+    for (const std::string& path : problems) {
+      host().Log(TESSERA_LOG_WARN, "local: ignoring unreadable task record " + path);
+    }
+    std::lock_guard lock(mutex_);
+    for (TaskRecord& record : records) {
+      if (!StillTheSameProcess(record)) {
+        host().Log(TESSERA_LOG_INFO, "local: task " + TaskStem(record.ref) + " (pid " +
+                                         std::to_string(record.pid) +
+                                         ") ended while no instance watched it");
+        RemoveTaskRecord(tasks_dir_, record.ref);
+        continue;
+      }
+      host().Log(TESSERA_LOG_INFO, "local: adopted running task " + TaskStem(record.ref) +
+                                       " (pid " + std::to_string(record.pid) + ")");
+      Task& task = tasks_[KeyOf(record.ref)];
+      task.record = std::move(record);
+    }
+  }
+
+  // Whether the recorded pid still names the recorded process (zombies included: they still
+  // hold the pid, and are dealt with by the monitor).
+  static bool StillTheSameProcess(const TaskRecord& record) {
+    std::optional<ProcStat> stat = ReadProcStat(record.pid);
+    return stat && stat->state != 'X' && stat->start_ticks == record.start_ticks;
+  }
+
+  // Starts the monitor thread on the first call after Init: the host's callbacks may be used
+  // only once on_init has returned, and the monitor uses them from its first pass. Called with
+  // mutex_ held (the new thread waits for it).
+  void EnsureMonitor() {
+    if (!monitor_.joinable() && !stopping_) monitor_ = std::thread([this] { MonitorLoop(); });
+  }
+
+  void MonitorLoop() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      const bool stopping = stopping_;
+      lock.unlock();
+      const int64_t now = host().NowUs();
+      lock.lock();
+      CheckTasks(now);
+      // Send what is due outside the lock: the host may call back in from emit_event.
+      std::vector<v1::BackendEvent> events = std::move(outbox_);
+      outbox_.clear();
+      std::vector<std::string> logs = std::move(pending_logs_);
+      pending_logs_.clear();
+      lock.unlock();
+      for (const std::string& line : logs) host().Log(TESSERA_LOG_WARN, line);
+      for (const v1::BackendEvent& event : events) host().Emit(event);
+      lock.lock();
+      if (stopping) return;  // one last pass after the stop was asked, so nothing is dropped.
+      wake_.wait_for(lock, std::chrono::milliseconds(config_.poll_interval_ms),
+                     [this] { return stopping_ || !outbox_.empty(); });
+    }
+  }
+
+  // Finds ended tasks and sends the SIGKILLs that are due. Called with mutex_ held.
+  void CheckTasks(int64_t now_us) {
+    const SteadyTime now = std::chrono::steady_clock::now();
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      Task& task = it->second;
+      std::optional<int32_t> exit_code = ExitCode(task);
+      if (!exit_code) {
+        if (task.kill_at && now >= *task.kill_at) {
+          ::kill(-task.record.pgid, SIGKILL);
+          task.kill_at.reset();
+        }
+        ++it;
+        continue;
+      }
+      std::string how = *exit_code == kUnknownExitCode ? "ended; exit status unknown"
+                        : *exit_code > 128 ? "killed by signal " + std::to_string(*exit_code - 128)
+                                           : "exited with " + std::to_string(*exit_code);
+      Report(v1::BackendEvent::TASK_EXITED, task.record.ref, *exit_code, now_us, how);
+      RemoveTaskRecord(tasks_dir_, task.record.ref);
+      it = tasks_.erase(it);
+    }
+  }
+
+  // The task's exit code once its first process has ended, else nothing.
+  std::optional<int32_t> ExitCode(Task& task) {
+    const pid_t pid = task.record.pid;
+    siginfo_t info{};
+    // WNOWAIT: look without reaping, so the pid (and with it the process group id) cannot be
+    // reused while the group's leftovers are killed.
+    if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
+      if (info.si_pid != pid) return std::nullopt;  // still running.
+      ::kill(-task.record.pgid, SIGKILL);
+      int status = 0;
+      ::waitpid(pid, &status, WNOHANG);
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      return kUnknownExitCode;
+    }
+    // Not our child (or reaped by someone else): watch /proc instead.
+    if (task.our_child && errno == ECHILD) return kUnknownExitCode;
+    std::optional<ProcStat> stat = ReadProcStat(pid);
+    if (!stat || stat->start_ticks != task.record.start_ticks || stat->state == 'Z' ||
+        stat->state == 'X') {
+      return kUnknownExitCode;
+    }
+    return std::nullopt;
+  }
+
+  void Report(v1::BackendEvent::Kind kind, const v1::TaskRef& ref, int32_t exit_code,
+              int64_t time_us, const std::string& message) {
+    v1::BackendEvent& event = outbox_.emplace_back();
+    event.set_kind(kind);
+    *event.mutable_ref() = ref;
+    event.set_exit_code(exit_code);
+    event.set_time_us(time_us);
+    event.set_message(message);
+  }
+
+  void StopMonitor() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (monitor_.joinable()) monitor_.join();
+  }
+
+  LocalConfig config_;
+  std::string logs_dir_;
+  std::string tasks_dir_;
+  v1::NodeSpec node_;
+
+  std::mutex mutex_;  // guards everything below.
+  std::condition_variable wake_;
+  std::map<TaskKey, Task> tasks_;  // running, or ended but not yet reported.
+  std::vector<v1::BackendEvent> outbox_;
+  std::vector<std::string> pending_logs_;
+  bool stopping_ = false;
+  std::thread monitor_;
+};
+
+}  // namespace
+}  // namespace tessera::local
+
+TESSERA_PLUGIN(tessera::local::LocalBackend, "local", "1.0.0", TESSERA_PLUGIN_KIND_EXECUTOR)

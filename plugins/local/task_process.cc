@@ -1,0 +1,172 @@
+#include "task_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace tessera::local {
+namespace {
+
+constexpr const char* kRecordSuffix = ".task";
+
+std::string RecordPath(const std::string& dir, const v1::TaskRef& ref) {
+  return dir + "/" + TaskStem(ref) + kRecordSuffix;
+}
+
+// posix_spawn's attribute and file-action objects, destroyed on every path.
+struct SpawnSetup {
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t actions;
+  SpawnSetup() {
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&actions);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+};
+
+}  // namespace
+
+std::string TaskStem(const v1::TaskRef& ref) {
+  return std::to_string(ref.job()) + "-" + std::to_string(ref.attempt()) + "-" +
+         std::to_string(ref.task());
+}
+
+plugin::PluginStatus WriteTaskRecord(const std::string& dir, const TaskRecord& record) {
+  const std::string path = RecordPath(dir, record.ref);
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << "job=" << record.ref.job() << "\nattempt=" << record.ref.attempt()
+        << "\ntask=" << record.ref.task() << "\npid=" << record.pid << "\npgid=" << record.pgid
+        << "\nstart_ticks=" << record.start_ticks << "\nstarted_us=" << record.started_us
+        << "\nlog=" << record.log_path << "\n";
+    if (!out.flush()) {
+      return plugin::PluginStatus::Error(TESSERA_INTERNAL, "cannot write " + temporary);
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return plugin::PluginStatus::Error(TESSERA_INTERNAL,
+                                       "cannot rename " + temporary + ": " + std::strerror(errno));
+  }
+  return plugin::PluginStatus::Ok();
+}
+
+std::vector<TaskRecord> ReadTaskRecords(const std::string& dir,
+                                        std::vector<std::string>* problems) {
+  std::vector<TaskRecord> records;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension() != kRecordSuffix) continue;
+    std::ifstream in(entry.path());
+    std::map<std::string, std::string> fields;
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t equals = line.find('=');
+      if (equals != std::string::npos) fields[line.substr(0, equals)] = line.substr(equals + 1);
+    }
+    try {
+      TaskRecord record;
+      record.ref.set_job(std::stoull(fields.at("job")));
+      record.ref.set_attempt(std::stoi(fields.at("attempt")));
+      record.ref.set_task(std::stoi(fields.at("task")));
+      record.pid = static_cast<pid_t>(std::stol(fields.at("pid")));
+      record.pgid = static_cast<pid_t>(std::stol(fields.at("pgid")));
+      record.start_ticks = std::stoull(fields.at("start_ticks"));
+      record.started_us = std::stoll(fields.at("started_us"));
+      record.log_path = fields["log"];
+      if (record.pid <= 0 || record.pgid <= 0) throw std::invalid_argument("pid");
+      records.push_back(std::move(record));
+    } catch (const std::exception&) {
+      problems->push_back(entry.path().string());
+    }
+  }
+  return records;
+}
+
+void RemoveTaskRecord(const std::string& dir, const v1::TaskRef& ref) {
+  std::remove(RecordPath(dir, ref).c_str());
+}
+
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(in, text)) return std::nullopt;
+  // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so fields are
+  // counted from the last ')'.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 1));
+  std::vector<std::string> f;
+  for (std::string field; fields >> field;) f.push_back(field);
+  // f[0] is field 3 (state), so field n is f[n - 3].
+  if (f.size() < 20) return std::nullopt;
+  ProcStat stat;
+  stat.state = f[0].empty() ? '?' : f[0][0];
+  stat.pgid = static_cast<pid_t>(std::stol(f[5 - 3]));
+  stat.start_ticks = std::stoull(f[22 - 3]);
+  return stat;
+}
+
+plugin::PluginStatus SpawnTask(const std::vector<std::string>& argv,
+                               const std::vector<std::string>& env, const std::string& log_path,
+                               pid_t* pid) {
+  // Open the log here first, so that an unwritable path is reported as such rather than as a
+  // failed spawn.
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0) {
+    return plugin::PluginStatus::Error(TESSERA_INTERNAL,
+                                       "cannot open log " + log_path + ": " + std::strerror(errno));
+  }
+  ::close(log);
+
+  SpawnSetup setup;
+  sigset_t signals;
+  sigemptyset(&signals);
+  posix_spawnattr_setsigmask(&setup.attr, &signals);
+  sigfillset(&signals);
+  sigdelset(&signals, SIGKILL);
+  sigdelset(&signals, SIGSTOP);
+  posix_spawnattr_setsigdefault(&setup.attr, &signals);
+  posix_spawnattr_setpgroup(&setup.attr, 0);  // its own group, so Stop can signal all of it.
+  posix_spawnattr_setflags(&setup.attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&setup.actions, STDOUT_FILENO, log_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&setup.actions, STDOUT_FILENO, STDERR_FILENO);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // The host's descriptors (sockets, the SQLite file) are none of the task's business.
+  posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1);
+#endif
+
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  // glibc's posix_spawnp reports a failed exec as its return value (it uses vfork semantics).
+  const int error =
+      ::posix_spawnp(pid, args[0], &setup.actions, &setup.attr, args.data(), envp.data());
+  if (error != 0) {
+    return plugin::PluginStatus::Error(
+        error == ENOENT || error == EACCES || error == ENOEXEC ? TESSERA_INVALID_ARGUMENT
+                                                               : TESSERA_INTERNAL,
+        "command[0]: cannot execute '" + argv[0] + "': " + std::strerror(error));
+  }
+  return plugin::PluginStatus::Ok();
+}
+
+}  // namespace tessera::local

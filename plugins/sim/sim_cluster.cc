@@ -1,0 +1,157 @@
+#include "sim_cluster.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+namespace tessera::sim {
+namespace {
+
+plugin::PluginStatus Invalid(std::string message) {
+  return plugin::PluginStatus::Error(TESSERA_INVALID_ARGUMENT, std::move(message));
+}
+
+bool Blank(const std::string& text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+// The sharing fields of a group, checked once for all of its GPUs.
+plugin::PluginStatus ValidateSharing(const v1::SimulatedNodeGroup& group,
+                                     const std::string& field) {
+  if (!v1::GpuSharing_IsValid(group.sharing())) {
+    return Invalid(field + "sharing: unknown mode " + std::to_string(group.sharing()));
+  }
+  const bool has_gpus = group.gpus() > 0;
+  if (group.sharing() != v1::GPU_SHARING_DEFAULT && !has_gpus) {
+    return Invalid(field + "sharing: set, but the group has no GPUs");
+  }
+  if (group.sharing() == v1::GPU_SHARING_TIME_SLICE &&
+      (group.replicas() < 2 || group.replicas() > 1000)) {
+    return Invalid(field + "replicas: a time-sliced GPU needs 2..1000 replicas, got " +
+                   std::to_string(group.replicas()));
+  }
+  if (group.sharing() != v1::GPU_SHARING_TIME_SLICE && group.replicas() != 0) {
+    return Invalid(field + "replicas: set, but sharing is not GPU_SHARING_TIME_SLICE");
+  }
+  if (group.sharing() != v1::GPU_SHARING_MIG &&
+      (group.mig_instances_size() > 0 || group.mig_managed())) {
+    return Invalid(field + "mig_instances: set, but sharing is not GPU_SHARING_MIG");
+  }
+  if (group.sharing() != v1::GPU_SHARING_VGPU && !group.vgpu_type().empty()) {
+    return Invalid(field + "vgpu_type: set, but sharing is not GPU_SHARING_VGPU");
+  }
+  // Whether a profile exists on the model and the layout fits is the scheduler's check (it owns
+  // the MIG tables); the plugin only rejects what is malformed whatever the model.
+  for (int j = 0; j < group.mig_instances_size(); ++j) {
+    const v1::MigInstance& m = group.mig_instances(j);
+    const std::string at = field + "mig_instances[" + std::to_string(j) + "].";
+    if (m.profile().empty()) return Invalid(at + "profile: must not be empty");
+    if (m.start() < 0 || m.start() > 7) {
+      return Invalid(at + "start: must be 0..7, got " + std::to_string(m.start()));
+    }
+  }
+  return plugin::PluginStatus::Ok();
+}
+
+plugin::PluginStatus ValidateGroup(const v1::SimulatedNodeGroup& group, const std::string& field) {
+  if (group.name_prefix().empty()) return Invalid(field + "name_prefix: must not be empty");
+  if (group.count() <= 0) return Invalid(field + "count: must be > 0");
+  if (group.cpu_milli() <= 0) return Invalid(field + "cpu_milli: must be > 0");
+  if (group.memory_mib() <= 0) return Invalid(field + "memory_mib: must be > 0");
+  if (group.gpus() < 0) return Invalid(field + "gpus: must be >= 0");
+  if (group.gpus() > kMaxGpusPerNode) {
+    return Invalid(field + "gpus: at most " + std::to_string(kMaxGpusPerNode) +
+                   " GPUs per node, got " + std::to_string(group.gpus()));
+  }
+  if (group.gpus() > 0 && group.gpu_model().empty()) {
+    return Invalid(field + "gpu_model: required when gpus > 0");
+  }
+  if (group.gpus() > 0 && group.gpu_memory_mib() <= 0) {
+    return Invalid(field + "gpu_memory_mib: must be > 0 when gpus > 0");
+  }
+  if (group.gpus_per_nvlink_domain() < 0) {
+    return Invalid(field + "gpus_per_nvlink_domain: must be >= 0");
+  }
+  return ValidateSharing(group, field);
+}
+
+}  // namespace
+
+v1::SimulatedCluster DefaultCluster() {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* group = cluster.add_groups();
+  group->set_name_prefix("sim");
+  group->set_count(2);
+  group->set_cpu_milli(64000);
+  group->set_memory_mib(512 * 1024);
+  group->set_gpus(8);
+  group->set_gpu_model("A100-80GB");
+  group->set_gpu_memory_mib(80 * 1024);
+  return cluster;
+}
+
+plugin::PluginStatus ParseSimConfig(const std::string& config, std::vector<v1::NodeSpec>* nodes) {
+  if (Blank(config)) return ExpandCluster(DefaultCluster(), nodes);
+  v1::SimulatedCluster cluster;
+  // Unknown fields are errors: a misspelt key must not silently fall back to a default.
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(config, &cluster, options);
+  if (!status.ok()) {
+    return Invalid("config: not a tessera.v1.SimulatedCluster in protobuf JSON: " +
+                   std::string(status.message()));
+  }
+  if (cluster.groups_size() == 0) {
+    return Invalid(
+        "groups: at least one group is required (an empty config means the default "
+        "cluster)");
+  }
+  return ExpandCluster(cluster, nodes);
+}
+
+plugin::PluginStatus ExpandCluster(const v1::SimulatedCluster& cluster,
+                                   std::vector<v1::NodeSpec>* nodes) {
+  std::vector<v1::NodeSpec> expanded;
+  std::map<std::string, int> defined_by;  // node name -> group index.
+  for (int g = 0; g < cluster.groups_size(); ++g) {
+    const v1::SimulatedNodeGroup& group = cluster.groups(g);
+    const std::string field = "groups[" + std::to_string(g) + "].";
+    plugin::PluginStatus status = ValidateGroup(group, field);
+    if (!status.ok()) return status;
+    for (int i = 0; i < group.count(); ++i) {
+      v1::NodeSpec node;
+      node.set_name(group.name_prefix() + "-" + std::to_string(i));
+      auto [it, inserted] = defined_by.emplace(node.name(), g);
+      if (!inserted) {
+        return Invalid(field + "name_prefix: node '" + node.name() + "' is already defined by " +
+                       "groups[" + std::to_string(it->second) + "]");
+      }
+      node.set_cpu_milli(group.cpu_milli());
+      node.set_memory_mib(group.memory_mib());
+      *node.mutable_labels() = group.labels();
+      for (int d = 0; d < group.gpus(); ++d) {
+        v1::GpuDevice* gpu = node.add_gpus();
+        gpu->set_index(d);
+        gpu->set_model(group.gpu_model());
+        gpu->set_memory_mib(group.gpu_memory_mib());
+        gpu->set_nvlink_domain(
+            group.gpus_per_nvlink_domain() > 0 ? d / group.gpus_per_nvlink_domain() : 0);
+        gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
+        gpu->set_healthy(true);
+        gpu->set_sharing(group.sharing());
+        gpu->set_replicas(group.replicas());
+        *gpu->mutable_mig_instances() = group.mig_instances();
+        gpu->set_mig_managed(group.mig_managed());
+        gpu->set_vgpu_type(group.vgpu_type());
+      }
+      expanded.push_back(std::move(node));
+    }
+  }
+  *nodes = std::move(expanded);
+  return plugin::PluginStatus::Ok();
+}
+
+}  // namespace tessera::sim

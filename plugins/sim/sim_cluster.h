@@ -1,0 +1,32 @@
+// The sim backend's configuration: a tessera.v1.SimulatedCluster in protobuf JSON, expanded into
+// the nodes the backend offers. The plugin cannot use the scheduler's own expansion
+// (libscheduler's ExpandSimulatedCluster), so this is a second implementation of the same rules,
+// kept to the checks a config author needs: the scheduler validates every inventory it receives
+// again (MIG profile tables, vGPU types), so what this file does not know it still catches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/plugin/plugin.h"
+#include "tessera/v1/node.pb.h"
+
+namespace tessera::sim {
+
+// The most GPUs one node may have (the scheduler's NodeState::kMaxGpus).
+inline constexpr int kMaxGpusPerNode = 32;
+
+// The cluster an empty config stands for: 2 nodes ("sim-0", "sim-1"), each with 64 cores,
+// 512 GiB and 8 A100-80GB on one NVLink domain.
+v1::SimulatedCluster DefaultCluster();
+
+// Parses `config` (protobuf JSON of tessera.v1.SimulatedCluster; empty or blank = DefaultCluster)
+// and expands it into `nodes`. Errors: INVALID_ARGUMENT naming the field, e.g.
+// "groups[0].count: must be > 0".
+plugin::PluginStatus ParseSimConfig(const std::string& config, std::vector<v1::NodeSpec>* nodes);
+
+// Expands a cluster into its nodes (<prefix>-<n>, n from 0). Errors as ParseSimConfig.
+plugin::PluginStatus ExpandCluster(const v1::SimulatedCluster& cluster,
+                                   std::vector<v1::NodeSpec>* nodes);
+
+}  // namespace tessera::sim

@@ -1,0 +1,764 @@
+// The plugin conformance kit: runs a built plugin through the rules of the ABI (abi.h) and
+// reports one result per check. The tessera-plugin-conformance tool is a thin front end; a
+// plugin's own test suite may call RunConformance directly.
+//
+// Each check runs in a child process of its own (fork, then FakeHost::Open), so a plugin that
+// crashes, aborts or hangs fails that check and the kit carries on. A call that does not return
+// within the deadline fails its check as the scheduler would abandon it; the call_latency check
+// reports the slowest call of each kind over all checks. After each check the child's process
+// group is killed, so tasks a plugin leaks in that group do not outlive the check.
+//
+// Thread safety: RunConformance forks. Call it from a process that has no other threads
+// running (the tool does), or the children may inherit locks held by those threads.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tessera/plugin/abi.h"
+#include "tessera/plugin/fake_host.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/v1/plugin.pb.h"
+
+namespace tessera::plugin {
+
+struct ConformanceOptions {
+  // The node to launch test tasks on; empty = the first node of the inventory.
+  std::string executor_node;
+  // The longest one call may take; the scheduler's default. A call still running at the
+  // deadline fails its check, and the child is killed.
+  std::chrono::milliseconds deadline{5000};
+  // How long (wall time) to wait for a task's exit event after a stop.
+  std::chrono::milliseconds event_timeout{10000};
+  // The longest one whole check may take.
+  std::chrono::milliseconds check_timeout{60000};
+  // Launch/stop pairs made while other threads poll events and telemetry: at least this many,
+  // and more for up to 200 ms (at most 25 times as many).
+  int concurrency_rounds = 20;
+};
+
+struct CheckResult {
+  std::string name;
+  bool passed = false;
+  bool skipped = false;  // did not apply to this plugin (passed is true).
+  std::string detail;
+};
+
+namespace conformance_detail {
+
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+// A check failed: thrown inside a child, never across the ABI or out of RunConformance.
+struct Failure {
+  std::string why;
+};
+struct Skip {
+  std::string why;
+};
+
+inline void Expect(bool condition, const std::string& why) {
+  if (!condition) throw Failure{why};
+}
+inline void ExpectOk(const PluginStatus& status, const std::string& what) {
+  if (!status.ok()) {
+    throw Failure{what + " failed: code " + std::to_string(status.code) + ": " + status.message};
+  }
+}
+inline void ExpectCode(const PluginStatus& status, tessera_status code, const std::string& what) {
+  if (status.code != code) {
+    throw Failure{what + ": expected code " + std::to_string(code) + ", got " +
+                  std::to_string(status.code) + (status.message.empty() ? "" : ": ") +
+                  status.message};
+  }
+}
+
+// The length of the valid UTF-8 sequence at text[i], or 0.
+inline size_t Utf8Length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t length = lead < 0x80                    ? 1
+                  : lead >= 0xc2 && lead <= 0xdf ? 2
+                  : lead >= 0xe0 && lead <= 0xef ? 3
+                  : lead >= 0xf0 && lead <= 0xf4 ? 4
+                                                 : 0;
+  if (length == 0 || i + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  }
+  return length;
+}
+
+// One printable line: control bytes and invalid UTF-8 (a plugin may echo garbage back) are
+// escaped as \xNN.
+inline std::string OneLine(const std::string& text) {
+  std::string line;
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const size_t length = Utf8Length(text, i);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      line += ' ';
+    } else if (length == 0 || c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      line += escaped;
+    } else {
+      line.append(text, i, length);
+      i += length;
+      continue;
+    }
+    ++i;
+  }
+  return line;
+}
+
+// What a check's body gets.
+struct Context {
+  std::string path;
+  std::string config;
+  ConformanceOptions options;
+  std::unique_ptr<FakeHost> host;
+  uint64_t job_base = 0;  // job numbers for test tasks, distinct per check and per run.
+
+  void Init() { ExpectOk(host->Init(config), "init with the given config"); }
+  void RequireExecutor() {
+    if (!host->Declares(TESSERA_PLUGIN_KIND_EXECUTOR)) throw Skip{"not an executor"};
+  }
+
+  v1::TaskRef Ref(int task) const {
+    v1::TaskRef ref;
+    ref.set_job(job_base);
+    ref.set_attempt(1);
+    ref.set_task(task);
+    return ref;
+  }
+  static std::string Describe(const v1::TaskRef& ref) {
+    return "task " + std::to_string(ref.job()) + "/" + std::to_string(ref.attempt()) + "/" +
+           std::to_string(ref.task());
+  }
+
+  // The node to launch on: --executor-node, or the inventory's first.
+  std::string Node() {
+    if (!options.executor_node.empty()) return options.executor_node;
+    v1::Inventory inventory;
+    ExpectOk(host->Inventory(&inventory), "inventory");
+    Expect(inventory.nodes_size() > 0, "the inventory has no nodes to launch a task on");
+    return inventory.nodes(0).name();
+  }
+
+  // A small CPU-only task that runs until stopped.
+  v1::LaunchTask Task(const v1::TaskRef& ref, const std::string& node) const {
+    v1::LaunchTask launch;
+    *launch.mutable_ref() = ref;
+    launch.set_node(node);
+    launch.set_cpu_milli(100);
+    launch.set_memory_mib(64);
+    launch.add_command("sleep");
+    launch.add_command("300");
+    (*launch.mutable_env())["TESSERA_CONFORMANCE"] = "1";
+    launch.set_job_name("tessera-conformance");
+    launch.mutable_simulation()->set_duration_ms(0);  // until cancelled.
+    return launch;
+  }
+  v1::StopTask StopOf(const v1::TaskRef& ref) const {
+    v1::StopTask stop;
+    *stop.mutable_ref() = ref;
+    stop.set_grace_ms(1000);
+    return stop;
+  }
+
+  int CountLive(const v1::TaskRef& ref) {
+    v1::LiveTasks live;
+    ExpectOk(host->Reconcile(&live), "reconcile");
+    int count = 0;
+    for (const v1::TaskRef& t : live.tasks()) count += FakeHost::SameTask(t, ref) ? 1 : 0;
+    return count;
+  }
+
+  // Polls, moves the virtual clock (to the plugin's next event, or one second on), and waits,
+  // until an event of `kind` for `ref` arrives or event_timeout of wall time passes.
+  bool AwaitEvent(v1::BackendEvent::Kind kind, const v1::TaskRef& ref) {
+    const auto give_up = SteadyClock::now() + options.event_timeout;
+    while (true) {
+      v1::BackendEvents polled;
+      ExpectOk(host->PollEvents(&polled), "poll_events");
+      if (host->WaitForEvent(kind, ref, milliseconds(0))) return true;
+      if (SteadyClock::now() >= give_up) return false;
+      if (polled.next_event_us() > host->NowUs()) {
+        host->SetNowUs(polled.next_event_us());
+      } else {
+        host->AdvanceUs(1'000'000);
+      }
+      if (host->WaitForEvent(kind, ref, milliseconds(50))) return true;
+    }
+  }
+};
+
+// A check: throws Failure or Skip, or returns the detail of a pass.
+struct Check {
+  const char* name;
+  std::string (*body)(Context&);
+};
+
+inline std::string KindsText(uint32_t kinds) {
+  std::string text;
+  auto add = [&](uint32_t bit, const char* name) {
+    if (kinds & bit) text += (text.empty() ? "" : "+") + std::string(name);
+  };
+  add(TESSERA_PLUGIN_KIND_EXECUTOR, "executor");
+  add(TESSERA_PLUGIN_KIND_PARTITIONER, "partitioner");
+  add(TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER, "capacity_provider");
+  return text.empty() ? "none" : text;
+}
+
+// Every function of each kind, and whether a plugin of that kind must provide it.
+struct KindFunction {
+  uint32_t kind;
+  const char* name;
+  bool required;
+  bool (*present)(const tessera_plugin_descriptor&);
+};
+inline const std::vector<KindFunction>& KindFunctions() {
+  using D = tessera_plugin_descriptor;
+  static const std::vector<KindFunction> functions = {
+      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_inventory", true,
+       [](const D& d) { return d.tessera_plugin_on_inventory != nullptr; }},
+      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_launch", true,
+       [](const D& d) { return d.tessera_plugin_on_launch != nullptr; }},
+      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_stop", true,
+       [](const D& d) { return d.tessera_plugin_on_stop != nullptr; }},
+      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_resize", false,
+       [](const D& d) { return d.tessera_plugin_on_resize != nullptr; }},
+      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_poll_events", true,
+       [](const D& d) { return d.tessera_plugin_on_poll_events != nullptr; }},
+      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_reconcile", true,
+       [](const D& d) { return d.tessera_plugin_on_reconcile != nullptr; }},
+      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_telemetry", false,
+       [](const D& d) { return d.tessera_plugin_on_telemetry != nullptr; }},
+      {TESSERA_PLUGIN_KIND_PARTITIONER, "on_apply_mig_layout", true,
+       [](const D& d) { return d.tessera_plugin_on_apply_mig_layout != nullptr; }},
+      {TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER, "on_provision", true,
+       [](const D& d) { return d.tessera_plugin_on_provision != nullptr; }},
+      {TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER, "on_deprovision", true,
+       [](const D& d) { return d.tessera_plugin_on_deprovision != nullptr; }},
+  };
+  return functions;
+}
+
+// Bytes no config format accepts: a protobuf tag of field 0, a NUL, invalid UTF-8, unbalanced
+// brackets.
+inline std::string GarbageConfig() {
+  return std::string("\x00\xff\xfe\x07{[\"tessera-conformance: not a config:\n\t- ]]", 43);
+}
+// A length-delimited field 1 whose length runs past the end: no protobuf message parses it.
+inline std::string MalformedRequest() { return std::string("\x0a\x7f\x01\x02", 4); }
+
+// The checks. Each passes when its name says (docs/plugins.md has the table), throws Failure
+// with the reason, or Skip when it does not apply.
+
+inline std::string CheckHandshake(Context& c) {
+  const tessera_plugin_descriptor& d = c.host->descriptor();
+  const uint32_t known = TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER |
+                         TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER;
+  Expect(d.kinds != 0, "the descriptor declares no kind");
+  Expect((d.kinds & ~known) == 0 || d.abi_minor > TESSERA_PLUGIN_ABI_MINOR,
+         "unknown kind bits " + std::to_string(d.kinds & ~known) + " at ABI minor " +
+             std::to_string(d.abi_minor));
+  for (const KindFunction& f : KindFunctions()) {
+    Expect(!(d.kinds & f.kind) || !f.required || f.present(d),
+           std::string(f.name) + " is NULL but the plugin declares " + KindsText(f.kind));
+  }
+  return c.host->name() + " " + c.host->version() + ", ABI " + std::to_string(d.abi_major) + "." +
+         std::to_string(d.abi_minor) + ", struct_size " + std::to_string(d.struct_size) + ", " +
+         KindsText(d.kinds);
+}
+
+inline std::string CheckUndeclaredKindsNull(Context& c) {
+  const tessera_plugin_descriptor& d = c.host->descriptor();
+  int checked = 0;
+  for (const KindFunction& f : KindFunctions()) {
+    if (d.kinds & f.kind) continue;
+    ++checked;
+    Expect(!f.present(d),
+           std::string(f.name) + " is set but the plugin does not declare " + KindsText(f.kind));
+  }
+  return std::to_string(checked) + " functions of undeclared kinds are NULL";
+}
+
+inline std::string CheckInit(Context& c) {
+  c.Init();
+  return std::string("init with the given config succeeds");
+}
+
+inline std::string CheckInitRejectsGarbageConfig(Context& c) {
+  PluginStatus status = c.host->Init(GarbageConfig());
+  ExpectCode(status, TESSERA_INVALID_ARGUMENT, "init with garbage config");
+  Expect(!status.message.empty(), "the error has no message");
+  return "INVALID_ARGUMENT: " + status.message;
+}
+
+inline std::string CheckShutdownAfterInit(Context& c) {
+  c.Init();
+  c.host->Shutdown();
+  std::this_thread::sleep_for(milliseconds(200));
+  const std::vector<std::string> late = c.host->violations();
+  Expect(late.empty(), late.empty() ? "" : late.front());
+  return std::string("no callback after on_shutdown returned");
+}
+
+inline std::string CheckReinitAfterShutdown(Context& c) {
+  c.Init();
+  c.host->Shutdown();
+  ExpectOk(c.host->Init(c.config), "a second init after shutdown");
+  return std::string("a second instance starts after the first shut down");
+}
+
+inline std::string CheckInventory(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  v1::Inventory inventory;
+  ExpectOk(c.host->Inventory(&inventory), "inventory");
+  std::set<std::string> names;
+  int gpus = 0;
+  for (const v1::NodeSpec& node : inventory.nodes()) {
+    Expect(!node.name().empty(), "a node has no name");
+    Expect(names.insert(node.name()).second, "node name '" + node.name() + "' appears twice");
+    gpus += node.gpus_size();
+  }
+  if (!c.options.executor_node.empty()) {
+    Expect(names.count(c.options.executor_node) == 1,
+           "--executor-node '" + c.options.executor_node + "' is not in the inventory");
+  }
+  return std::to_string(inventory.nodes_size()) + " node(s), " + std::to_string(gpus) +
+         " GPU(s), names unique";
+}
+
+inline std::string CheckLaunchThenReconcile(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  const std::string node = c.Node();
+  const v1::TaskRef ref = c.Ref(0);
+  ExpectOk(c.host->Launch(c.Task(ref, node)), "launch on " + node);
+  Expect(c.CountLive(ref) == 1, "reconcile does not list the launched " + c.Describe(ref));
+  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
+  return c.Describe(ref) + " launched on " + node + " and reconciled";
+}
+
+inline std::string CheckLaunchIsIdempotent(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  const std::string node = c.Node();
+  const v1::TaskRef ref = c.Ref(0);
+  ExpectOk(c.host->Launch(c.Task(ref, node)), "first launch");
+  ExpectOk(c.host->Launch(c.Task(ref, node)), "second launch, same ref");
+  const int live = c.CountLive(ref);
+  Expect(live == 1,
+         "reconcile lists the task " + std::to_string(live) + " times after two launches");
+  v1::BackendEvents polled;
+  ExpectOk(c.host->PollEvents(&polled), "poll_events");
+  int started = 0;
+  for (const v1::BackendEvent& e : c.host->events()) {
+    started += e.kind() == v1::BackendEvent::TASK_STARTED && FakeHost::SameTask(e.ref(), ref);
+  }
+  Expect(started <= 1, std::to_string(started) + " TASK_STARTED events for one task");
+  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
+  return std::string("a second launch of the same ref runs nothing twice");
+}
+
+inline std::string CheckStopReportsExit(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  const v1::TaskRef ref = c.Ref(0);
+  ExpectOk(c.host->Launch(c.Task(ref, c.Node())), "launch");
+  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
+  Expect(c.AwaitEvent(v1::BackendEvent::TASK_EXITED, ref),
+         "no TASK_EXITED for the stopped task within " +
+             std::to_string(c.options.event_timeout.count()) + " ms");
+  return std::string("TASK_EXITED arrived after stop");
+}
+
+inline std::string CheckReconcileForgetsExited(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  const v1::TaskRef ref = c.Ref(0);
+  ExpectOk(c.host->Launch(c.Task(ref, c.Node())), "launch");
+  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
+  Expect(c.AwaitEvent(v1::BackendEvent::TASK_EXITED, ref), "no TASK_EXITED for the stopped task");
+  Expect(c.CountLive(ref) == 0, "reconcile still lists the exited task");
+  return std::string("an exited task is no longer reconciled");
+}
+
+inline std::string CheckStopUnknownTask(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  ExpectOk(c.host->Stop(c.StopOf(c.Ref(7))), "stop of a task never launched");
+  return std::string("stopping a task that is gone succeeds");
+}
+
+inline std::string CheckMalformedLaunch(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  ExpectCode(c.host->SendRequestBytes(FakeHost::RequestCall::kLaunch, MalformedRequest()),
+             TESSERA_INVALID_ARGUMENT, "launch with malformed bytes");
+  return std::string("INVALID_ARGUMENT");
+}
+
+inline std::string CheckMalformedStop(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  ExpectCode(c.host->SendRequestBytes(FakeHost::RequestCall::kStop, MalformedRequest()),
+             TESSERA_INVALID_ARGUMENT, "stop with malformed bytes");
+  return std::string("INVALID_ARGUMENT");
+}
+
+inline std::string CheckMalformedOtherRequests(Context& c) {
+  const tessera_plugin_descriptor& d = c.host->descriptor();
+  using Call = FakeHost::RequestCall;
+  const std::vector<std::pair<Call, const char*>> calls = {
+      {Call::kResize, d.tessera_plugin_on_resize ? "resize" : nullptr},
+      {Call::kApplyMigLayout, d.tessera_plugin_on_apply_mig_layout ? "apply_mig_layout" : nullptr},
+      {Call::kProvision, d.tessera_plugin_on_provision ? "provision" : nullptr},
+      {Call::kDeprovision, d.tessera_plugin_on_deprovision ? "deprovision" : nullptr},
+  };
+  std::string tried;
+  for (const auto& [call, name] : calls) {
+    if (name == nullptr) continue;
+    if (tried.empty()) c.Init();
+    ExpectCode(c.host->SendRequestBytes(call, MalformedRequest()), TESSERA_INVALID_ARGUMENT,
+               std::string(name) + " with malformed bytes");
+    tried += (tried.empty() ? "" : ", ") + std::string(name);
+  }
+  if (tried.empty()) throw Skip{"no resize, partitioner or provider calls"};
+  return "INVALID_ARGUMENT from " + tried;
+}
+
+inline std::string CheckConcurrentPollAndTelemetry(Context& c) {
+  c.RequireExecutor();
+  c.Init();
+  const std::string node = c.Node();
+  const bool telemetry = c.host->descriptor().tessera_plugin_on_telemetry != nullptr;
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> polls{0}, readings{0};
+  std::mutex mu;
+  std::string error;
+  auto record = [&](const PluginStatus& status, const char* what) {
+    if (status.ok()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (error.empty()) error = std::string(what) + " failed: " + status.message;
+  };
+  std::thread poller([&] {
+    while (!done.load()) {
+      record(c.host->PollEvents(nullptr), "poll_events");
+      ++polls;
+    }
+  });
+  std::thread reader([&] {
+    while (telemetry && !done.load()) {
+      record(c.host->Telemetry(nullptr), "telemetry");
+      ++readings;
+    }
+  });
+  // Start once both threads are calling, and go on long enough for
+  // their calls to overlap launches and stops many times.
+  const auto begin = SteadyClock::now();
+  while ((polls.load() == 0 || (telemetry && readings.load() == 0)) &&
+         SteadyClock::now() - begin < milliseconds(1000)) {
+    std::this_thread::yield();
+  }
+  const auto until = SteadyClock::now() + milliseconds(200);
+  int rounds = 0;
+  while (rounds < c.options.concurrency_rounds ||
+         (SteadyClock::now() < until && rounds < 25 * c.options.concurrency_rounds)) {
+    const v1::TaskRef ref = c.Ref(100 + rounds++);
+    record(c.host->Launch(c.Task(ref, node)), "launch");
+    record(c.host->Stop(c.StopOf(ref)), "stop");
+  }
+  done.store(true);
+  poller.join();
+  reader.join();
+  Expect(error.empty(), error);
+  return std::to_string(rounds) + " launch/stop pairs overlapped by " +
+         std::to_string(polls.load()) + " polls and " + std::to_string(readings.load()) +
+         " telemetry calls";
+}
+
+inline std::vector<Check> Checks() {
+  return {
+      {"handshake", &CheckHandshake},
+      {"undeclared_kinds_null", &CheckUndeclaredKindsNull},
+      {"init", &CheckInit},
+      {"init_rejects_garbage_config", &CheckInitRejectsGarbageConfig},
+      {"shutdown_after_init", &CheckShutdownAfterInit},
+      {"reinit_after_shutdown", &CheckReinitAfterShutdown},
+      {"inventory", &CheckInventory},
+      {"launch_then_reconcile", &CheckLaunchThenReconcile},
+      {"launch_is_idempotent", &CheckLaunchIsIdempotent},
+      {"stop_reports_exit", &CheckStopReportsExit},
+      {"reconcile_forgets_exited", &CheckReconcileForgetsExited},
+      {"stop_unknown_task", &CheckStopUnknownTask},
+      {"malformed_launch", &CheckMalformedLaunch},
+      {"malformed_stop", &CheckMalformedStop},
+      {"malformed_other_requests", &CheckMalformedOtherRequests},
+      {"concurrent_poll_and_telemetry", &CheckConcurrentPollAndTelemetry},
+  };
+}
+
+// The child's side: runs one check and writes its report to `fd`, one line per record:
+//   B <id> <call>          a call started
+//   E <id> <call> <us>     it returned after <us> microseconds
+//   R <PASS|FAIL|SKIP> <detail>
+//   END
+inline void WriteLine(int fd, const std::string& line) {
+  std::string text = line + "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+inline void RunChild(const Check& check, const std::string& path, const std::string& config,
+                     const ConformanceOptions& options, uint64_t job_base, int fd) {
+  std::string verdict;
+  {
+    Context context{path, config, options, nullptr, job_base};
+    PluginStatus opened = FakeHost::Open(path, &context.host);
+    if (!opened.ok()) {
+      verdict = "FAIL " + opened.message;
+    } else {
+      context.host->SetCallObserver(
+          [fd](std::string_view call, uint64_t id, bool done, int64_t us) {
+            WriteLine(fd, std::string(done ? "E " : "B ") + std::to_string(id) + " " +
+                              std::string(call) + (done ? " " + std::to_string(us) : ""));
+          });
+      try {
+        verdict = "PASS " + check.body(context);
+      } catch (const Failure& failure) {
+        verdict = "FAIL " + failure.why;
+      } catch (const Skip& skip) {
+        verdict = "SKIP " + skip.why;
+      } catch (const std::exception& e) {
+        verdict = std::string("FAIL exception in the kit: ") + e.what();
+      }
+      context.host->Shutdown();
+    }
+  }  // Unloads the library: a crash there fails the check too.
+  WriteLine(fd, "R " + OneLine(verdict));
+  WriteLine(fd, "END");
+}
+
+// The parent's side of one check: what came back.
+struct ChildReport {
+  CheckResult result;
+  std::map<std::string, FakeHost::CallStats> stats;
+};
+
+inline std::string SignalName(int signal) {
+  const char* name = strsignal(signal);
+  return std::to_string(signal) + (name ? std::string(" (") + name + ")" : "");
+}
+
+inline ChildReport RunInChild(const Check& check, const std::string& path,
+                              const std::string& config, const ConformanceOptions& options,
+                              uint64_t job_base) {
+  ChildReport report;
+  report.result.name = check.name;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    report.result.detail = std::string("pipe: ") + std::strerror(errno);
+    return report;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    report.result.detail = std::string("fork: ") + std::strerror(errno);
+    return report;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    close(fds[0]);
+    RunChild(check, path, config, options, job_base, fds[1]);
+    _exit(0);
+  }
+  setpgid(pid, pid);
+  close(fds[1]);
+
+  const auto started = SteadyClock::now();
+  std::map<uint64_t, std::pair<std::string, SteadyClock::time_point>> in_flight;
+  std::string buffer;
+  std::string verdict;
+  std::string killed_for;
+  bool ended = false;
+  bool eof = false;
+  while (!ended && !eof) {
+    const auto now = SteadyClock::now();
+    for (const auto& [id, call] : in_flight) {
+      if (now - call.second >= options.deadline) {
+        killed_for = call.first + " did not return within the " +
+                     std::to_string(options.deadline.count()) + " ms deadline";
+        FakeHost::CallStats& stats = report.stats[call.first];
+        ++stats.count;
+        stats.max_us = std::max<int64_t>(
+            stats.max_us,
+            std::chrono::duration_cast<std::chrono::microseconds>(now - call.second).count());
+        break;
+      }
+    }
+    if (killed_for.empty() && now - started >= options.check_timeout) {
+      killed_for =
+          "the check took longer than " + std::to_string(options.check_timeout.count()) + " ms";
+    }
+    if (!killed_for.empty()) break;
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, 50);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = read(fds[0], chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      eof = true;
+      break;
+    }
+    buffer.append(chunk, static_cast<size_t>(n));
+    size_t newline;
+    while ((newline = buffer.find('\n')) != std::string::npos) {
+      const std::string line = buffer.substr(0, newline);
+      buffer.erase(0, newline + 1);
+      std::istringstream in(line);
+      std::string tag;
+      in >> tag;
+      if (tag == "B" || tag == "E") {
+        uint64_t id = 0;
+        std::string call;
+        in >> id >> call;
+        if (tag == "B") {
+          in_flight[id] = {call, SteadyClock::now()};
+        } else {
+          int64_t us = 0;
+          in >> us;
+          in_flight.erase(id);
+          FakeHost::CallStats& stats = report.stats[call];
+          ++stats.count;
+          stats.total_us += us;
+          stats.max_us = std::max(stats.max_us, us);
+        }
+      } else if (tag == "R") {
+        verdict = line.size() > 2 ? line.substr(2) : "";
+      } else if (tag == "END") {
+        ended = true;
+      }
+    }
+  }
+  close(fds[0]);
+  if (!killed_for.empty()) kill(-pid, SIGKILL);
+  // Wait for the child without reaping it, so its process group cannot be reused yet; kill
+  // whatever the plugin left running in that group; then reap.
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  kill(-pid, SIGKILL);
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+
+  if (!killed_for.empty()) {
+    report.result.detail = killed_for + " (killed)";
+  } else if (WIFSIGNALED(wstatus)) {
+    report.result.detail = "the plugin crashed: signal " + SignalName(WTERMSIG(wstatus));
+    if (!in_flight.empty()) report.result.detail += " during " + in_flight.begin()->second.first;
+  } else if (!ended || verdict.size() < 4) {
+    report.result.detail = "the check ended without a result (exit status " +
+                           std::to_string(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1) + ")";
+  } else {
+    const std::string outcome = verdict.substr(0, 4);
+    report.result.detail = verdict.size() > 5 ? verdict.substr(5) : "";
+    report.result.passed = outcome == "PASS" || outcome == "SKIP";
+    report.result.skipped = outcome == "SKIP";
+  }
+  return report;
+}
+
+inline CheckResult LatencyResult(const std::map<std::string, FakeHost::CallStats>& stats,
+                                 milliseconds deadline) {
+  CheckResult result{"call_latency", true, false, ""};
+  std::string slow;
+  std::string all;
+  char text[64];
+  for (const auto& [call, s] : stats) {
+    std::snprintf(text, sizeof(text), "%s %.1f ms", call.c_str(), s.max_us / 1000.0);
+    all += (all.empty() ? "" : ", ") + std::string(text);
+    if (s.max_us > std::chrono::duration_cast<std::chrono::microseconds>(deadline).count()) {
+      slow += (slow.empty() ? "" : ", ") + std::string(text);
+    }
+  }
+  result.passed = slow.empty();
+  result.detail = (slow.empty() ? "slowest of each call: " + all
+                                : "over the " + std::to_string(deadline.count()) +
+                                      " ms deadline: " + slow + "; slowest of each call: " + all);
+  return result;
+}
+
+}  // namespace conformance_detail
+
+// Runs every check against the plugin at `plugin_path`, passing `config` to on_init, and returns
+// one result per check, in order, the last being call_latency (the slowest call of each kind
+// against options.deadline). Never throws for a plugin's misbehaviour; that is a failed check.
+inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
+                                               const std::string& config,
+                                               const ConformanceOptions& options = {}) {
+  namespace cd = conformance_detail;
+  std::vector<CheckResult> results;
+  std::map<std::string, FakeHost::CallStats> stats;
+  const uint64_t run_base =
+      (static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) %
+       1'000'000'000ULL) *
+      1000ULL;
+  uint64_t job = run_base;
+  bool handshake_failed = false;
+  for (const cd::Check& check : cd::Checks()) {
+    if (handshake_failed) {
+      results.push_back({check.name, false, false, "not run: the handshake failed"});
+      continue;
+    }
+    cd::ChildReport report = cd::RunInChild(check, plugin_path, config, options, ++job);
+    handshake_failed = report.result.name == "handshake" && !report.result.passed;
+    results.push_back(std::move(report.result));
+    for (const auto& [call, s] : report.stats) {
+      FakeHost::CallStats& total = stats[call];
+      total.count += s.count;
+      total.total_us += s.total_us;
+      total.max_us = std::max(total.max_us, s.max_us);
+    }
+  }
+  results.push_back(cd::LatencyResult(stats, options.deadline));
+  return results;
+}
+
+}  // namespace tessera::plugin

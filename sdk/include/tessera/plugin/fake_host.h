@@ -1,0 +1,504 @@
+// FakeHost: load one Tessera plugin and drive it through the C ABI (abi.h) without the
+// scheduler, so a plugin author can unit-test a backend and the conformance kit can check one.
+//
+// A FakeHost is made from an entry function linked into the test (Load) or from a shared object
+// (Open, which keeps the library loaded for as long as the FakeHost lives). Either way it checks
+// the descriptor as the scheduler's plugin host does (CheckDescriptor) before calling anything.
+// Typed calls serialize the request, call the plugin, and parse its reply; every result is a
+// PluginStatus (plugin.h): the plugin's own status and message, or an error the host made up
+// (INTERNAL for a reply that does not parse or a broken ABI rule, FAILED_PRECONDITION for a call
+// the plugin does not provide or that comes before Init). FakeHost never abandons a slow call;
+// it measures each one (call_stats) so a test or the conformance kit can hold it to a deadline.
+//
+// The host side is recorded: logs, events (emitted through the callback or returned by
+// PollEvents, in arrival order) and ABI violations (malformed events, callbacks after shutdown).
+// The clock the plugin reads through tessera_host_now_us is virtual: SetNowUs and AdvanceUs move
+// it, nothing else does.
+//
+// Thread safety: like the real host, FakeHost does not serialize calls. Calling one plugin from
+// two threads at once is allowed only for PollEvents and Telemetry (which may overlap any call),
+// exactly the overlap the ABI permits. The clock, the records and WaitForEvent are thread-safe.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tessera/plugin/abi.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/v1/plugin.pb.h"
+
+namespace tessera::plugin {
+
+// The size of a minor-0 descriptor: every descriptor must hold at least the fields of minor 0.
+inline constexpr size_t kMinDescriptorSize =
+    offsetof(tessera_plugin_descriptor, tessera_plugin_on_deprovision) +
+    sizeof(tessera_plugin_descriptor::tessera_plugin_on_deprovision);
+
+// The handshake: what the host checks before it calls anything in a plugin. Returns
+// FAILED_PRECONDITION, naming the problem, for a NULL descriptor, a different ABI major, a
+// struct_size below kMinDescriptorSize, an empty name or version, or a missing on_init or
+// on_shutdown. A newer or older minor is accepted.
+inline PluginStatus CheckDescriptor(const tessera_plugin_descriptor* d) {
+  auto refuse = [](std::string why) {
+    return PluginStatus::Error(TESSERA_FAILED_PRECONDITION, "handshake: " + std::move(why));
+  };
+  if (d == nullptr) return refuse("the entry function returned NULL");
+  if (d->abi_major != TESSERA_PLUGIN_ABI_MAJOR) {
+    return refuse("plugin ABI major " + std::to_string(d->abi_major) + ", this host speaks " +
+                  std::to_string(TESSERA_PLUGIN_ABI_MAJOR));
+  }
+  if (d->struct_size < kMinDescriptorSize) {
+    return refuse("descriptor struct_size " + std::to_string(d->struct_size) +
+                  " is smaller than ABI " + std::to_string(TESSERA_PLUGIN_ABI_MAJOR) +
+                  ".0 requires (" + std::to_string(kMinDescriptorSize) + ")");
+  }
+  if (d->name == nullptr || d->name[0] == '\0') return refuse("the plugin has no name");
+  if (d->version == nullptr || d->version[0] == '\0') {
+    return refuse("plugin '" + std::string(d->name) + "' has no version");
+  }
+  if (d->tessera_plugin_on_init == nullptr || d->tessera_plugin_on_shutdown == nullptr) {
+    return refuse("plugin '" + std::string(d->name) + "' lacks on_init or on_shutdown");
+  }
+  return PluginStatus::Ok();
+}
+
+class FakeHost {
+ public:
+  struct LogEntry {
+    int32_t level = TESSERA_LOG_INFO;
+    std::string message;
+  };
+  // Latency of one kind of call ("init", "launch", "poll_events", ...), wall time.
+  struct CallStats {
+    int64_t count = 0;
+    int64_t total_us = 0;
+    int64_t max_us = 0;
+  };
+  // Told when a call starts (done == false, elapsed_us == 0) and when it returns; `id` pairs
+  // the two. Runs on the calling thread.
+  using CallObserver =
+      std::function<void(std::string_view call, uint64_t id, bool done, int64_t elapsed_us)>;
+  // The calls that take request bytes, for SendRequestBytes.
+  enum class RequestCall { kLaunch, kStop, kResize, kApplyMigLayout, kProvision, kDeprovision };
+
+  // Where the virtual clock starts: 2023-11-14T22:13:20Z.
+  static constexpr int64_t kDefaultStartUs = 1'700'000'000'000'000;
+
+  // A plugin linked into this binary. Errors: INVALID_ARGUMENT for a NULL entry; the handshake's
+  // FAILED_PRECONDITION.
+  static PluginStatus Load(tessera_plugin_entry_fn entry, std::unique_ptr<FakeHost>* out) {
+    if (entry == nullptr) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "load: NULL entry function");
+    }
+    return Make(entry(), nullptr, out);
+  }
+
+  // A plugin shared object at `path` (dlopen, then dlsym of TESSERA_PLUGIN_ENTRY_SYMBOL). The
+  // library stays loaded until the FakeHost is destroyed, after the instance is shut down.
+  // Errors: NOT_FOUND when the library does not load (dlerror's reason in the message);
+  // INVALID_ARGUMENT when it has no entry symbol; the handshake's FAILED_PRECONDITION.
+  static PluginStatus Open(const std::string& path, std::unique_ptr<FakeHost>* out) {
+    dlerror();
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      return PluginStatus::Error(TESSERA_NOT_FOUND,
+                                 "open " + path + ": " + (why ? why : "dlopen failed"));
+    }
+    std::shared_ptr<void> library(handle, [](void* h) { dlclose(h); });
+    void* symbol = dlsym(handle, TESSERA_PLUGIN_ENTRY_SYMBOL);
+    if (symbol == nullptr) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                 "open " + path + ": no symbol " + TESSERA_PLUGIN_ENTRY_SYMBOL);
+    }
+    auto entry = reinterpret_cast<tessera_plugin_entry_fn>(symbol);
+    return Make(entry(), std::move(library), out);
+  }
+
+  FakeHost(const FakeHost&) = delete;
+  FakeHost& operator=(const FakeHost&) = delete;
+  // Shuts the instance down if it is still alive, then lets the library go.
+  ~FakeHost() { Shutdown(); }
+
+  // The descriptor as the host uses it: a copy of the plugin's, where functions past the
+  // plugin's struct_size are NULL. abi_minor and struct_size are the plugin's own.
+  const tessera_plugin_descriptor& descriptor() const { return descriptor_; }
+  std::string name() const { return descriptor_.name; }
+  std::string version() const { return descriptor_.version; }
+  bool Declares(uint32_t kind) const { return (descriptor_.kinds & kind) != 0; }
+  bool initialized() const { return instance_ != nullptr; }
+
+  // on_init with `config` (the plugin's own format). Errors: the plugin's (INVALID_ARGUMENT for
+  // a bad config); FAILED_PRECONDITION when already initialized; INTERNAL when the plugin says OK
+  // without an instance.
+  PluginStatus Init(std::string_view config) {
+    if (instance_ != nullptr) {
+      return PluginStatus::Error(TESSERA_FAILED_PRECONDITION, "init: already initialized");
+    }
+    Sink error;
+    tessera_plugin_instance* instance = nullptr;
+    const tessera_bytes bytes{reinterpret_cast<const uint8_t*>(config.data()), config.size()};
+    const tessera_status code = Timed("init", [&] {
+      return descriptor_.tessera_plugin_on_init(&host_api_, bytes, &instance, &error.sink);
+    });
+    PluginStatus status = Finish("init", code, error);
+    if (!status.ok()) return status;
+    if (instance == nullptr) {
+      return PluginStatus::Error(TESSERA_INTERNAL, "init: the plugin returned OK and no instance");
+    }
+    shut_down_.store(false);
+    instance_ = instance;
+    return PluginStatus::Ok();
+  }
+
+  // on_shutdown, when initialized; a no-op otherwise. Callbacks after it returns are recorded as
+  // violations.
+  void Shutdown() {
+    if (instance_ == nullptr) return;
+    tessera_plugin_instance* instance = std::exchange(instance_, nullptr);
+    Timed("shutdown", [&] {
+      descriptor_.tessera_plugin_on_shutdown(instance);
+      return TESSERA_OK;
+    });
+    shut_down_.store(true);
+  }
+
+  PluginStatus Inventory(v1::Inventory* out) {
+    return Reply("inventory", descriptor_.tessera_plugin_on_inventory, out);
+  }
+  PluginStatus Launch(const v1::LaunchTask& request) {
+    return SendRequestBytes(RequestCall::kLaunch, request.SerializeAsString());
+  }
+  PluginStatus Stop(const v1::StopTask& request) {
+    return SendRequestBytes(RequestCall::kStop, request.SerializeAsString());
+  }
+  PluginStatus Resize(const v1::ResizeJob& request) {
+    return SendRequestBytes(RequestCall::kResize, request.SerializeAsString());
+  }
+  // The events are also recorded, after any emitted earlier.
+  PluginStatus PollEvents(v1::BackendEvents* out) {
+    v1::BackendEvents events;
+    PluginStatus status = Reply("poll_events", descriptor_.tessera_plugin_on_poll_events, &events);
+    if (!status.ok()) return status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const v1::BackendEvent& event : events.events()) events_.push_back(event);
+    }
+    if (events.events_size() > 0) event_arrived_.notify_all();
+    if (out != nullptr) *out = std::move(events);
+    return status;
+  }
+  PluginStatus Reconcile(v1::LiveTasks* out) {
+    return Reply("reconcile", descriptor_.tessera_plugin_on_reconcile, out);
+  }
+  PluginStatus Telemetry(v1::TelemetryBatch* out) {
+    return Reply("telemetry", descriptor_.tessera_plugin_on_telemetry, out);
+  }
+  PluginStatus ApplyMigLayout(const v1::MigLayoutRequest& request) {
+    return SendRequestBytes(RequestCall::kApplyMigLayout, request.SerializeAsString());
+  }
+  PluginStatus Provision(const v1::ProvisionRequest& request, v1::ProvisionResult* out) {
+    std::string reply;
+    PluginStatus status = CallProvision(request.SerializeAsString(), &reply);
+    if (!status.ok()) return status;
+    v1::ProvisionResult result;
+    if (!result.ParseFromString(reply)) return MalformedReply("provision");
+    if (out != nullptr) *out = std::move(result);
+    return status;
+  }
+  PluginStatus Deprovision(const v1::DeprovisionRequest& request) {
+    return SendRequestBytes(RequestCall::kDeprovision, request.SerializeAsString());
+  }
+
+  // Sends `bytes` as they are (say, malformed on purpose) to a call that takes a request.
+  // Provision's reply is discarded.
+  PluginStatus SendRequestBytes(RequestCall call, std::string_view bytes) {
+    using Fn = tessera_status (*)(tessera_plugin_instance*, tessera_bytes, tessera_sink*);
+    const char* name = nullptr;
+    Fn fn = nullptr;
+    switch (call) {
+      case RequestCall::kLaunch:
+        name = "launch", fn = descriptor_.tessera_plugin_on_launch;
+        break;
+      case RequestCall::kStop:
+        name = "stop", fn = descriptor_.tessera_plugin_on_stop;
+        break;
+      case RequestCall::kResize:
+        name = "resize", fn = descriptor_.tessera_plugin_on_resize;
+        break;
+      case RequestCall::kApplyMigLayout:
+        name = "apply_mig_layout", fn = descriptor_.tessera_plugin_on_apply_mig_layout;
+        break;
+      case RequestCall::kDeprovision:
+        name = "deprovision", fn = descriptor_.tessera_plugin_on_deprovision;
+        break;
+      case RequestCall::kProvision: {
+        std::string ignored;
+        return CallProvision(bytes, &ignored);
+      }
+    }
+    if (PluginStatus ready = Ready(name, fn != nullptr); !ready.ok()) return ready;
+    Sink error;
+    const tessera_bytes request{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
+    const tessera_status code = Timed(name, [&] { return fn(instance_, request, &error.sink); });
+    return Finish(name, code, error);
+  }
+
+  // The virtual clock the plugin reads.
+  int64_t NowUs() const { return now_us_.load(); }
+  void SetNowUs(int64_t now_us) { now_us_.store(now_us); }
+  void AdvanceUs(int64_t delta_us) { now_us_.fetch_add(delta_us); }
+
+  std::vector<LogEntry> logs() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return logs_;
+  }
+  // Every event received, emitted or polled, in arrival order.
+  std::vector<v1::BackendEvent> events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  // ABI rules the plugin broke on the host side (malformed event bytes, a callback after
+  // shutdown, an unknown log level), one line each.
+  std::vector<std::string> violations() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return violations_;
+  }
+  void ClearRecords() {
+    std::lock_guard<std::mutex> lock(mu_);
+    logs_.clear();
+    events_.clear();
+    violations_.clear();
+  }
+
+  // Waits up to `timeout` (wall time) for a recorded event, old or new, that `match` accepts,
+  // and returns a copy of the first; nullopt on timeout. Does not poll the plugin.
+  std::optional<v1::BackendEvent> WaitForEvent(
+      const std::function<bool(const v1::BackendEvent&)>& match,
+      std::chrono::milliseconds timeout) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::optional<v1::BackendEvent> found;
+    event_arrived_.wait_for(lock, timeout, [&] {
+      for (const v1::BackendEvent& event : events_) {
+        if (match(event)) {
+          found = event;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  std::optional<v1::BackendEvent> WaitForEvent(v1::BackendEvent::Kind kind, const v1::TaskRef& ref,
+                                               std::chrono::milliseconds timeout) const {
+    return WaitForEvent(
+        [&](const v1::BackendEvent& e) { return e.kind() == kind && SameTask(e.ref(), ref); },
+        timeout);
+  }
+
+  std::map<std::string, CallStats> call_stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  // Set before making calls; not while calls run.
+  void SetCallObserver(CallObserver observer) { observer_ = std::move(observer); }
+
+  static bool SameTask(const v1::TaskRef& a, const v1::TaskRef& b) {
+    return a.job() == b.job() && a.attempt() == b.attempt() && a.task() == b.task();
+  }
+
+ private:
+  // A tessera_sink that keeps what the callee writes. Not movable: the sink points to it.
+  struct Sink {
+    Sink() : sink{&Sink::Write, this} {}
+    Sink(const Sink&) = delete;
+    Sink& operator=(const Sink&) = delete;
+    static void Write(tessera_sink* s, const uint8_t* data, size_t size) {
+      auto* self = static_cast<Sink*>(s->context);
+      ++self->writes;
+      if (size == 0) {
+        self->bytes.clear();
+      } else {
+        self->bytes.assign(reinterpret_cast<const char*>(data), size);
+      }
+    }
+    tessera_sink sink;
+    std::string bytes;
+    int writes = 0;
+  };
+
+  FakeHost(const tessera_plugin_descriptor* d, std::shared_ptr<void> library)
+      : library_(std::move(library)) {
+    std::memcpy(&descriptor_, d, std::min<size_t>(d->struct_size, sizeof(descriptor_)));
+    host_api_.struct_size = sizeof(tessera_host_api);
+    host_api_.context = this;
+    host_api_.tessera_host_log = &FakeHost::HostLog;
+    host_api_.tessera_host_emit_event = &FakeHost::HostEmitEvent;
+    host_api_.tessera_host_now_us = &FakeHost::HostNowUs;
+  }
+
+  static PluginStatus Make(const tessera_plugin_descriptor* d, std::shared_ptr<void> library,
+                           std::unique_ptr<FakeHost>* out) {
+    if (PluginStatus status = CheckDescriptor(d); !status.ok()) return status;
+    out->reset(new FakeHost(d, std::move(library)));
+    return PluginStatus::Ok();
+  }
+
+  template <typename Call>
+  tessera_status Timed(const char* name, Call&& call) {
+    const uint64_t id = next_call_id_.fetch_add(1);
+    if (observer_) observer_(name, id, false, 0);
+    const auto start = std::chrono::steady_clock::now();
+    const tessera_status code = call();
+    const int64_t elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      CallStats& stats = stats_[name];
+      ++stats.count;
+      stats.total_us += elapsed_us;
+      stats.max_us = std::max(stats.max_us, elapsed_us);
+    }
+    if (observer_) observer_(name, id, true, elapsed_us);
+    return code;
+  }
+
+  PluginStatus Ready(const char* name, bool provided) const {
+    if (!provided) {
+      return PluginStatus::Error(TESSERA_FAILED_PRECONDITION,
+                                 std::string(name) + ": the plugin does not provide this call");
+    }
+    if (instance_ == nullptr) {
+      return PluginStatus::Error(TESSERA_FAILED_PRECONDITION,
+                                 std::string(name) + ": the plugin is not initialized");
+    }
+    return PluginStatus::Ok();
+  }
+
+  static PluginStatus MalformedReply(const char* name) {
+    return PluginStatus::Error(TESSERA_INTERNAL,
+                               std::string(name) + ": the plugin's reply does not parse");
+  }
+
+  // The plugin's status and message, or INTERNAL for a broken rule of the ABI.
+  static PluginStatus Finish(const char* name, tessera_status code, const Sink& error,
+                             const Sink* out = nullptr) {
+    if (error.writes > 1 || (out != nullptr && out->writes > 1)) {
+      return PluginStatus::Error(TESSERA_INTERNAL,
+                                 std::string(name) + ": the plugin wrote a sink more than once");
+    }
+    if (code < TESSERA_OK || code > TESSERA_INTERNAL) {
+      return PluginStatus::Error(TESSERA_INTERNAL, std::string(name) +
+                                                       ": the plugin returned unknown status " +
+                                                       std::to_string(code) + ": " + error.bytes);
+    }
+    if (code == TESSERA_OK) return PluginStatus::Ok();
+    return PluginStatus::Error(
+        code, error.bytes.empty() ? std::string(name) + ": failed with no message" : error.bytes);
+  }
+
+  template <typename Message>
+  PluginStatus Reply(const char* name,
+                     tessera_status (*fn)(tessera_plugin_instance*, tessera_sink*, tessera_sink*),
+                     Message* out) {
+    if (PluginStatus ready = Ready(name, fn != nullptr); !ready.ok()) return ready;
+    Sink reply;
+    Sink error;
+    const tessera_status code =
+        Timed(name, [&] { return fn(instance_, &reply.sink, &error.sink); });
+    PluginStatus status = Finish(name, code, error, &reply);
+    if (!status.ok()) return status;
+    Message message;
+    if (!message.ParseFromString(reply.bytes)) return MalformedReply(name);
+    if (out != nullptr) *out = std::move(message);
+    return status;
+  }
+
+  PluginStatus CallProvision(std::string_view bytes, std::string* reply_bytes) {
+    auto fn = descriptor_.tessera_plugin_on_provision;
+    if (PluginStatus ready = Ready("provision", fn != nullptr); !ready.ok()) return ready;
+    Sink reply;
+    Sink error;
+    const tessera_bytes request{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
+    const tessera_status code =
+        Timed("provision", [&] { return fn(instance_, request, &reply.sink, &error.sink); });
+    PluginStatus status = Finish("provision", code, error, &reply);
+    if (status.ok()) *reply_bytes = std::move(reply.bytes);
+    return status;
+  }
+
+  void Violation(std::string what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    violations_.push_back(std::move(what));
+  }
+  void CheckAlive(const char* callback) {
+    if (shut_down_.load()) Violation(std::string(callback) + " called after on_shutdown returned");
+  }
+
+  static void HostLog(void* context, int32_t level, const char* message, size_t size) {
+    auto* self = static_cast<FakeHost*>(context);
+    self->CheckAlive("tessera_host_log");
+    if (level < TESSERA_LOG_DEBUG || level > TESSERA_LOG_ERROR) {
+      self->Violation("tessera_host_log: unknown level " + std::to_string(level));
+    }
+    std::lock_guard<std::mutex> lock(self->mu_);
+    self->logs_.push_back({level, size == 0 ? std::string() : std::string(message, size)});
+  }
+
+  static void HostEmitEvent(void* context, const uint8_t* data, size_t size) {
+    auto* self = static_cast<FakeHost*>(context);
+    self->CheckAlive("tessera_host_emit_event");
+    v1::BackendEvent event;
+    if (!event.ParseFromArray(data, static_cast<int>(size))) {
+      self->Violation("tessera_host_emit_event: the event bytes do not parse");
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->events_.push_back(std::move(event));
+    }
+    self->event_arrived_.notify_all();
+  }
+
+  static int64_t HostNowUs(void* context) {
+    auto* self = static_cast<FakeHost*>(context);
+    self->CheckAlive("tessera_host_now_us");
+    return self->now_us_.load();
+  }
+
+  // Declared first so it is released last, after the instance is shut down.
+  std::shared_ptr<void> library_;
+  tessera_plugin_descriptor descriptor_{};
+  tessera_host_api host_api_{};
+  tessera_plugin_instance* instance_ = nullptr;
+  std::atomic<bool> shut_down_{false};
+  std::atomic<int64_t> now_us_{kDefaultStartUs};
+  std::atomic<uint64_t> next_call_id_{1};
+  CallObserver observer_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable event_arrived_;
+  std::vector<LogEntry> logs_;
+  std::vector<v1::BackendEvent> events_;
+  std::vector<std::string> violations_;
+  std::map<std::string, CallStats> stats_;
+};
+
+}  // namespace tessera::plugin

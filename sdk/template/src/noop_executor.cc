@@ -1,0 +1,220 @@
+// The noop executor: a minimal but complete Tessera executor plugin, the starting point for a
+// real one. It offers a few identical nodes, and its tasks "run" (doing nothing) until they are
+// stopped. It reports every start and exit through the host's event callback, answers
+// reconcile with the tasks alive, and rejects a bad configuration with INVALID_ARGUMENT.
+//
+// Configuration (the bytes the operator gives; the format is the plugin's choice): key=value
+// lines, '#' starts a comment.
+//   node_prefix=noop    nodes are named <prefix>-0, <prefix>-1, ...
+//   nodes=1             how many nodes, 1..1000
+//   gpus_per_node=0     GPUs per node, 0..16
+//
+// Threads: the host calls one method at a time, except PollEvents and Telemetry, which may
+// overlap any call; the task table is guarded by a mutex for them.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "tessera/plugin/plugin.h"
+
+namespace noop {
+
+using tessera::plugin::Host;
+using tessera::plugin::PluginStatus;
+namespace v1 = tessera::v1;
+
+struct Config {
+  std::string node_prefix = "noop";
+  int nodes = 1;
+  int gpus_per_node = 0;
+};
+
+PluginStatus BadConfig(int line, const std::string& why) {
+  return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                             "config line " + std::to_string(line) + ": " + why);
+}
+
+// Parses an integer in [low, high]; false for anything else.
+bool ParseInt(std::string_view text, int low, int high, int* out) {
+  if (text.empty() || text.size() > 9) return false;
+  int value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  if (value < low || value > high) return false;
+  *out = value;
+  return true;
+}
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+PluginStatus ParseConfig(std::string_view text, Config* config) {
+  int number = 0;
+  while (!text.empty()) {
+    ++number;
+    const size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    line = Trim(line);
+    if (line.empty()) continue;
+    const size_t equals = line.find('=');
+    if (equals == std::string_view::npos) return BadConfig(number, "expected key=value");
+    const std::string_view key = Trim(line.substr(0, equals));
+    const std::string_view value = Trim(line.substr(equals + 1));
+    if (key == "node_prefix") {
+      if (value.empty()) return BadConfig(number, "node_prefix is empty");
+      for (char c : value) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+        if (!ok) return BadConfig(number, "node_prefix may hold only a-z, 0-9 and '-'");
+      }
+      config->node_prefix = std::string(value);
+    } else if (key == "nodes") {
+      if (!ParseInt(value, 1, 1000, &config->nodes)) {
+        return BadConfig(number, "nodes must be a whole number from 1 to 1000");
+      }
+    } else if (key == "gpus_per_node") {
+      if (!ParseInt(value, 0, 16, &config->gpus_per_node)) {
+        return BadConfig(number, "gpus_per_node must be a whole number from 0 to 16");
+      }
+    } else {
+      return BadConfig(number, "unknown key '" + std::string(key) + "'");
+    }
+  }
+  return PluginStatus::Ok();
+}
+
+class NoopExecutor : public tessera::plugin::Plugin {
+ public:
+  explicit NoopExecutor(Host host) : Plugin(host) {}
+
+  PluginStatus Init(const std::string& config) override {
+    PluginStatus status = ParseConfig(config, &config_);
+    if (!status.ok()) return status;
+    host().Log(TESSERA_LOG_INFO, "noop executor: " + std::to_string(config_.nodes) + " nodes");
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Inventory(v1::Inventory* out) override {
+    for (int n = 0; n < config_.nodes; ++n) {
+      v1::NodeSpec* node = out->add_nodes();
+      node->set_name(NodeName(n));
+      node->set_cpu_milli(16'000);
+      node->set_memory_mib(64 * 1024);
+      for (int g = 0; g < config_.gpus_per_node; ++g) {
+        v1::GpuDevice* gpu = node->add_gpus();
+        gpu->set_index(g);
+        gpu->set_model("NOOP-16GB");
+        gpu->set_memory_mib(16 * 1024);
+        gpu->set_uuid("GPU-noop-" + std::to_string(n) + "-" + std::to_string(g));
+        gpu->set_healthy(true);
+      }
+    }
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Launch(const v1::LaunchTask& request) override {
+    const int node = NodeIndex(request.node());
+    if (node < 0) {
+      return PluginStatus::Error(TESSERA_NOT_FOUND, "launch: no node '" + request.node() + "'");
+    }
+    for (int gpu : request.gpus()) {
+      if (gpu < 0 || gpu >= config_.gpus_per_node) {
+        return PluginStatus::Error(
+            TESSERA_INVALID_ARGUMENT,
+            "launch: no GPU " + std::to_string(gpu) + " on " + request.node());
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Idempotent: a task that exists is not started twice.
+      if (!tasks_.emplace(Key(request.ref()), request.ref()).second) return PluginStatus::Ok();
+    }
+    Report(v1::BackendEvent::TASK_STARTED, request.ref(), 0, "started on " + request.node());
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Stop(const v1::StopTask& request) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Stopping a task that is gone succeeds, and reports nothing.
+      if (tasks_.erase(Key(request.ref())) == 0) return PluginStatus::Ok();
+    }
+    Report(v1::BackendEvent::TASK_EXITED, request.ref(), kStoppedExitCode, "stopped");
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Reconcile(v1::LiveTasks* out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, ref] : tasks_) *out->add_tasks() = ref;
+    return PluginStatus::Ok();
+  }
+
+  // Every event goes through the callback, so there is never anything to poll.
+  PluginStatus PollEvents(v1::BackendEvents* out) override { return PluginStatus::Ok(); }
+
+  PluginStatus Telemetry(v1::TelemetryBatch* out) override {
+    const int64_t now = host().NowUs();
+    for (int n = 0; n < config_.nodes; ++n) {
+      for (int g = 0; g < config_.gpus_per_node; ++g) {
+        v1::GpuTelemetry* reading = out->add_readings();
+        reading->set_node(NodeName(n));
+        reading->set_gpu(g);
+        reading->set_time_us(now);
+        reading->set_temperature_c(35.0);
+      }
+    }
+    return PluginStatus::Ok();
+  }
+
+ private:
+  // What a process killed by SIGTERM exits with.
+  static constexpr int32_t kStoppedExitCode = 128 + 15;
+
+  using TaskKey = std::tuple<uint64_t, int32_t, int32_t>;
+  static TaskKey Key(const v1::TaskRef& ref) { return {ref.job(), ref.attempt(), ref.task()}; }
+
+  std::string NodeName(int n) const { return config_.node_prefix + "-" + std::to_string(n); }
+  int NodeIndex(const std::string& name) const {
+    const std::string prefix = config_.node_prefix + "-";
+    int n = -1;
+    if (name.rfind(prefix, 0) != 0 ||
+        !ParseInt(std::string_view(name).substr(prefix.size()), 0, config_.nodes - 1, &n) ||
+        NodeName(n) != name) {
+      return -1;
+    }
+    return n;
+  }
+
+  void Report(v1::BackendEvent::Kind kind, const v1::TaskRef& ref, int32_t exit_code,
+              const std::string& message) const {
+    v1::BackendEvent event;
+    event.set_kind(kind);
+    *event.mutable_ref() = ref;
+    event.set_exit_code(exit_code);
+    event.set_time_us(host().NowUs());
+    event.set_message(message);
+    host().Emit(event);
+  }
+
+  Config config_;
+  std::mutex mu_;
+  std::map<TaskKey, v1::TaskRef> tasks_;
+};
+
+}  // namespace noop
+
+TESSERA_PLUGIN(noop::NoopExecutor, "noop", "1.0.0", TESSERA_PLUGIN_KIND_EXECUTOR)

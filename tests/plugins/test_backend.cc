@@ -1,0 +1,142 @@
+// A small executor plugin for the plugin host's tests, built with the SDK like any plugin.
+// Its config ("key=value" lines) makes it misbehave on purpose:
+//   nodes=N              nodes to offer (default 1), each 8 GPUs "A100-80GB"
+//   launch_delay_ms=MS   on_launch sleeps this long (a slow or hung plugin)
+//   launch_error=1       on_launch fails with UNAVAILABLE
+//   reject=1             on_init refuses the config
+// Tasks start at once; a task with simulation.duration_ms ends that long later on the host's
+// clock, reported by on_poll_events (like the sim backend).
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "tessera/plugin/plugin.h"
+
+namespace {
+
+using tessera::plugin::PluginStatus;
+namespace v1 = tessera::v1;
+
+class TestBackend : public tessera::plugin::Plugin {
+ public:
+  explicit TestBackend(tessera::plugin::Host host) : Plugin(host) {}
+
+  PluginStatus Init(const std::string& config) override {
+    std::istringstream lines(config);
+    std::string line;
+    while (std::getline(lines, line)) {
+      const size_t eq = line.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = line.substr(0, eq);
+      const long value = std::stol(line.substr(eq + 1));
+      if (key == "nodes")
+        nodes_ = static_cast<int>(value);
+      else if (key == "launch_delay_ms")
+        launch_delay_ms_ = value;
+      else if (key == "launch_error")
+        launch_error_ = value != 0;
+      else if (key == "reject")
+        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "reject: set");
+      else
+        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, key + ": unknown key");
+    }
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Inventory(v1::Inventory* out) override {
+    for (int n = 0; n < nodes_; ++n) {
+      v1::NodeSpec* node = out->add_nodes();
+      node->set_name("test-" + std::to_string(n));
+      node->set_cpu_milli(64000);
+      node->set_memory_mib(512 * 1024);
+      for (int g = 0; g < 8; ++g) {
+        v1::GpuDevice* gpu = node->add_gpus();
+        gpu->set_index(g);
+        gpu->set_model("A100-80GB");
+        gpu->set_memory_mib(81920);
+        gpu->set_healthy(true);
+      }
+    }
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Launch(const v1::LaunchTask& request) override {
+    if (launch_delay_ms_ > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(launch_delay_ms_));
+    if (launch_error_) return PluginStatus::Error(TESSERA_UNAVAILABLE, "launch_error: set");
+    std::lock_guard<std::mutex> lock(mu_);
+    const Key key = KeyOf(request.ref());
+    if (tasks_.count(key)) return PluginStatus::Ok();
+    const int64_t now = host().NowUs();
+    const int64_t duration = request.simulation().duration_ms();
+    tasks_[key] = Task{request.ref(), duration > 0 ? now + duration * 1000 : 0,
+                       request.simulation().exit_code()};
+    v1::BackendEvent started;
+    started.set_kind(v1::BackendEvent::TASK_STARTED);
+    *started.mutable_ref() = request.ref();
+    host().Emit(started);
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Stop(const v1::StopTask& request) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(KeyOf(request.ref()));
+    if (it == tasks_.end()) return PluginStatus::Ok();
+    Exit(it->second.ref, 143);
+    tasks_.erase(it);
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus PollEvents(v1::BackendEvents* out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = host().NowUs();
+    int64_t next = 0;
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (it->second.ends_us > 0 && it->second.ends_us <= now) {
+        Exit(it->second.ref, it->second.exit_code);
+        it = tasks_.erase(it);
+        continue;
+      }
+      if (it->second.ends_us > 0 && (next == 0 || it->second.ends_us < next)) {
+        next = it->second.ends_us;
+      }
+      ++it;
+    }
+    out->set_next_event_us(next);
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Reconcile(v1::LiveTasks* out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, task] : tasks_) *out->add_tasks() = task.ref;
+    return PluginStatus::Ok();
+  }
+
+ private:
+  using Key = std::tuple<uint64_t, int32_t, int32_t>;
+  struct Task {
+    v1::TaskRef ref;
+    int64_t ends_us = 0;
+    int32_t exit_code = 0;
+  };
+  static Key KeyOf(const v1::TaskRef& r) { return {r.job(), r.attempt(), r.task()}; }
+  void Exit(const v1::TaskRef& ref, int code) {
+    v1::BackendEvent exited;
+    exited.set_kind(v1::BackendEvent::TASK_EXITED);
+    *exited.mutable_ref() = ref;
+    exited.set_exit_code(code);
+    host().Emit(exited);
+  }
+
+  int nodes_ = 1;
+  long launch_delay_ms_ = 0;
+  bool launch_error_ = false;
+  std::mutex mu_;
+  std::map<Key, Task> tasks_;
+};
+
+}  // namespace
+
+TESSERA_PLUGIN(TestBackend, "test-backend", "0.1.0", TESSERA_PLUGIN_KIND_EXECUTOR)

@@ -1,0 +1,378 @@
+// The local backend (plugins/local) loaded from its shared object and driven through the ABI by
+// the SDK's FakeHost: real child processes (exit codes, stop with grace, SIGKILL after it, logs,
+// environment), adoption of running tasks by a new instance after a restart, GPU discovery
+// through a fake CUDA runtime and through the real one (no GPU here: a CPU-only node), config
+// errors, and the conformance kit.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/temp_dir.h"
+#include "tessera/plugin/conformance.h"
+#include "tessera/plugin/fake_host.h"
+#include "unit/plugins_sim_local/plugin_paths.h"
+
+namespace tessera {
+namespace {
+
+using plugin::FakeHost;
+using plugin::PluginStatus;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kEventTimeout{10'000};
+constexpr const char* kNode = "test-node";
+
+// A config for a state directory; `extra` lines are appended.
+std::string Config(const testing::TempDir& dir, const std::string& extra = "") {
+  return "node_name = " + std::string(kNode) + "\nstate_dir = " + dir.path().string() +
+         "\npoll_interval_ms = 10\n" + extra;
+}
+
+std::unique_ptr<FakeHost> OpenLocal() {
+  std::unique_ptr<FakeHost> host;
+  PluginStatus status = FakeHost::Open(testing::PluginPath("local"), &host);
+  REQUIRE_MESSAGE(status.ok(), status.message);
+  return host;
+}
+
+std::unique_ptr<FakeHost> StartLocal(const std::string& config) {
+  std::unique_ptr<FakeHost> host = OpenLocal();
+  PluginStatus status = host->Init(config);
+  REQUIRE_MESSAGE(status.ok(), status.message);
+  return host;
+}
+
+v1::TaskRef Ref(uint64_t job, int task = 0) {
+  v1::TaskRef ref;
+  ref.set_job(job);
+  ref.set_attempt(1);
+  ref.set_task(task);
+  return ref;
+}
+
+v1::LaunchTask Shell(uint64_t job, const std::string& script) {
+  v1::LaunchTask launch;
+  *launch.mutable_ref() = Ref(job);
+  launch.set_node(kNode);
+  launch.set_cpu_milli(100);
+  launch.set_memory_mib(16);
+  launch.add_command("/bin/sh");
+  launch.add_command("-c");
+  launch.add_command(script);
+  return launch;
+}
+
+v1::StopTask StopOf(uint64_t job, int64_t grace_ms) {
+  v1::StopTask stop;
+  *stop.mutable_ref() = Ref(job);
+  stop.set_grace_ms(grace_ms);
+  return stop;
+}
+
+// The exit code reported for `job`; fails the test when none comes in time.
+int ExitCodeOf(const FakeHost& host, uint64_t job) {
+  std::optional<v1::BackendEvent> exited =
+      host.WaitForEvent(v1::BackendEvent::TASK_EXITED, Ref(job), kEventTimeout);
+  REQUIRE_MESSAGE(exited.has_value(), "no TASK_EXITED for job " << job);
+  return exited->exit_code();
+}
+
+void AwaitStarted(const FakeHost& host, uint64_t job) {
+  REQUIRE(host.WaitForEvent(v1::BackendEvent::TASK_STARTED, Ref(job), kEventTimeout));
+}
+
+std::string LogPath(const testing::TempDir& dir, uint64_t job) {
+  return dir.File("logs/" + std::to_string(job) + "-1-0.log");
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Waits until `path` contains `needle` (a task saying it is ready).
+bool AwaitText(const std::string& path, const std::string& needle) {
+  const auto give_up = std::chrono::steady_clock::now() + kEventTimeout;
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (ReadFile(path).find(needle) != std::string::npos) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return false;
+}
+
+std::vector<uint64_t> LiveJobs(FakeHost& host) {
+  v1::LiveTasks live;
+  REQUIRE(host.Reconcile(&live).ok());
+  std::vector<uint64_t> jobs;
+  for (const v1::TaskRef& ref : live.tasks()) jobs.push_back(ref.job());
+  return jobs;
+}
+
+TEST_CASE("local: a task's exit code is reported, its log written, its record removed") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  REQUIRE(host->Launch(Shell(1, "echo to-stdout; echo to-stderr >&2; exit 3")).ok());
+  CHECK(ExitCodeOf(*host, 1) == 3);
+  const std::vector<v1::BackendEvent> events = host->events();
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].kind() == v1::BackendEvent::TASK_STARTED);
+  CHECK(events[0].time_us() == host->NowUs());  // the host's clock, not the system's.
+  CHECK(events[1].kind() == v1::BackendEvent::TASK_EXITED);
+  const std::string log = ReadFile(LogPath(dir, 1));
+  CHECK(log.find("to-stdout") != std::string::npos);
+  CHECK(log.find("to-stderr") != std::string::npos);
+  CHECK(LiveJobs(*host).empty());
+  CHECK(std::filesystem::is_empty(dir.path() / "tasks"));
+  v1::BackendEvents polled;
+  REQUIRE(host->PollEvents(&polled).ok());  // everything came through emit_event.
+  CHECK(polled.events_size() == 0);
+  CHECK(host->violations().empty());
+}
+
+TEST_CASE("local: a stopped task gets SIGTERM and its exit is reported") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  REQUIRE(host->Launch(Shell(2, "exec sleep 30")).ok());
+  AwaitStarted(*host, 2);
+  CHECK(LiveJobs(*host) == std::vector<uint64_t>{2});
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(host->Stop(StopOf(2, 5'000)).ok());
+  CHECK(ExitCodeOf(*host, 2) == 143);                                     // 128 + SIGTERM
+  CHECK(std::chrono::steady_clock::now() - start < milliseconds(4'000));  // not the grace.
+  CHECK(LiveJobs(*host).empty());
+  CHECK(host->Stop(StopOf(2, 5'000)).ok());  // gone: still fine.
+}
+
+TEST_CASE("local: a task ignoring SIGTERM is killed when its grace runs out") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  REQUIRE(host->Launch(Shell(3, "trap '' TERM; echo ready; sleep 30; echo survived")).ok());
+  REQUIRE(AwaitText(LogPath(dir, 3), "ready"));
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(host->Stop(StopOf(3, 300)).ok());
+  CHECK(ExitCodeOf(*host, 3) == 137);  // 128 + SIGKILL
+  CHECK(std::chrono::steady_clock::now() - start >= milliseconds(300));
+  CHECK(ReadFile(LogPath(dir, 3)).find("survived") == std::string::npos);
+}
+
+TEST_CASE("local: a task sees its GPUs in CUDA_VISIBLE_DEVICES and its env") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host =
+      StartLocal(Config(dir, "cuda_runtime_library = " + testing::FakeCudartPath() +
+                                 "\ncuda_driver_library = " + testing::FakeCudartPath()));
+  const std::string script =
+      "echo CVD=[$CUDA_VISIBLE_DEVICES] MINE=[$MY_VAR] JOB=[$TESSERA_JOB] "
+      "MPS=[$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE] LIMIT=[$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT]";
+
+  SUBCASE("whole GPUs") {
+    v1::LaunchTask launch = Shell(4, script);
+    launch.add_gpus(0);
+    launch.add_gpus(1);
+    (*launch.mutable_env())["MY_VAR"] = "hello world";
+    REQUIRE(host->Launch(launch).ok());
+    CHECK(ExitCodeOf(*host, 4) == 0);
+    CHECK(ReadFile(LogPath(dir, 4)) == "CVD=[0,1] MINE=[hello world] JOB=[4] MPS=[] LIMIT=[]\n");
+  }
+  SUBCASE("an MPS share") {
+    v1::LaunchTask launch = Shell(5, script);
+    launch.add_gpus(1);
+    launch.set_gpu_milli(300);
+    launch.set_gpu_memory_mib(2048);
+    launch.mutable_partition()->set_sharing(v1::GPU_SHARING_MPS);
+    REQUIRE(host->Launch(launch).ok());
+    CHECK(ExitCodeOf(*host, 5) == 0);
+    CHECK(ReadFile(LogPath(dir, 5)) == "CVD=[1] MINE=[] JOB=[5] MPS=[30] LIMIT=[0=2048M]\n");
+  }
+  SUBCASE("no GPU hides them all") {
+    REQUIRE(host->Launch(Shell(6, script)).ok());
+    CHECK(ExitCodeOf(*host, 6) == 0);
+    CHECK(ReadFile(LogPath(dir, 6)).rfind("CVD=[] ", 0) == 0);
+  }
+}
+
+TEST_CASE("local: after a restart a new instance finds the running task and can stop it") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> first = StartLocal(Config(dir));
+  REQUIRE(first->Launch(Shell(7, "exec sleep 30")).ok());
+  AwaitStarted(*first, 7);
+  first.reset();  // shuts the instance down and unloads the library; the task keeps running.
+  REQUIRE(std::filesystem::exists(dir.path() / "tasks" / "7-1-0.task"));
+
+  std::unique_ptr<FakeHost> second = StartLocal(Config(dir));
+  CHECK(LiveJobs(*second) == std::vector<uint64_t>{7});
+  REQUIRE(second->Stop(StopOf(7, 5'000)).ok());
+  // This test process is still the task's parent, so the new instance can wait for it and knows
+  // the real status; a host that restarted as a new process would see -1 (unknown).
+  CHECK(ExitCodeOf(*second, 7) == 143);
+  CHECK(LiveJobs(*second).empty());
+  CHECK(std::filesystem::is_empty(dir.path() / "tasks"));
+}
+
+TEST_CASE("local: a task adopted from a host process that died is reported with exit -1") {
+  testing::TempDir dir("local-plugin");
+  // A host process that launches a task and dies without shutting down: the task is orphaned,
+  // so the next instance cannot wait for it and watches /proc instead.
+  const pid_t crashed_host = ::fork();
+  REQUIRE(crashed_host >= 0);
+  if (crashed_host == 0) {
+    std::unique_ptr<FakeHost> host;
+    if (!FakeHost::Open(testing::PluginPath("local"), &host).ok()) ::_exit(2);
+    if (!host->Init(Config(dir)).ok()) ::_exit(3);
+    if (!host->Launch(Shell(10, "exec sleep 30")).ok()) ::_exit(4);
+    if (!host->WaitForEvent(v1::BackendEvent::TASK_STARTED, Ref(10), kEventTimeout)) ::_exit(5);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(crashed_host, &status, 0) == crashed_host);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  CHECK(LiveJobs(*host) == std::vector<uint64_t>{10});
+  REQUIRE(host->Stop(StopOf(10, 5'000)).ok());
+  CHECK(ExitCodeOf(*host, 10) == -1);
+  CHECK(LiveJobs(*host).empty());
+}
+
+TEST_CASE("local: a record whose pid now names another process is dropped") {
+  testing::TempDir dir("local-plugin");
+  std::filesystem::create_directories(dir.path() / "tasks");
+  {
+    // This test process: alive, but not started at tick 1.
+    std::ofstream record(dir.File("tasks/8-1-0.task"));
+    record << "job=8\nattempt=1\ntask=0\npid=" << ::getpid() << "\npgid=" << ::getpid()
+           << "\nstart_ticks=1\nstarted_us=0\nlog=/dev/null\n";
+  }
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  CHECK(LiveJobs(*host).empty());
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "tasks" / "8-1-0.task"));
+}
+
+TEST_CASE("local: bad launches are refused naming the field") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir, "cuda_runtime_library = /nonexistent"));
+  v1::LaunchTask launch = Shell(9, "true");
+  launch.clear_command();
+  PluginStatus status = host->Launch(launch);
+  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
+  CHECK(status.message == "command: required for the local backend");
+
+  launch.add_command("/nonexistent/program");
+  status = host->Launch(launch);
+  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
+  CHECK(status.message ==
+        "command[0]: cannot execute '/nonexistent/program': No such file or directory");
+
+  launch = Shell(9, "true");
+  launch.set_node("elsewhere");
+  status = host->Launch(launch);
+  CHECK(status.code == TESSERA_NOT_FOUND);
+  CHECK(status.message == "node: this backend runs node 'test-node', not 'elsewhere'");
+
+  launch = Shell(9, "true");
+  launch.add_gpus(0);  // a CPU-only node.
+  status = host->Launch(launch);
+  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
+  CHECK(status.message == "gpus[0]: node 'test-node' has no GPU 0");
+
+  launch = Shell(9, "true");
+  (*launch.mutable_env())["A=B"] = "x";
+  status = host->Launch(launch);
+  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
+  CHECK(status.message == "env: invalid variable name 'A=B'");
+  CHECK(LiveJobs(*host).empty());
+}
+
+TEST_CASE("local: a bad config is INVALID_ARGUMENT naming the key") {
+  testing::TempDir dir("local-plugin");
+  struct Case {
+    std::string config;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"cpu_milli = lots", "cpu_milli: must be a positive integer, got 'lots'"},
+      {"memory_mib = -5", "memory_mib: must be a positive integer, got '-5'"},
+      {"poll_interval_ms = 0", "poll_interval_ms: must be a positive integer, got '0'"},
+      {"node_name =", "node_name: must not be empty"},
+      {"# fine\n\nnodename = x", "config line 3: unknown key 'nodename'"},
+      {"just words", "config line 1: expected key = value, got 'just words'"},
+      {"state_dir = /proc/no/such/place", "state_dir: cannot create /proc/no/such/place/logs"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.config);
+    std::unique_ptr<FakeHost> host = OpenLocal();
+    PluginStatus status = host->Init(c.config);
+    CHECK(status.code == TESSERA_INVALID_ARGUMENT);
+    CHECK_MESSAGE(status.message.rfind(c.message, 0) == 0, status.message);
+  }
+}
+
+TEST_CASE("local: a fake CUDA runtime with two GPUs gives a node with two GPUs") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(
+      dir, "cpu_milli = 16000\nmemory_mib = 65536\ncuda_runtime_library = " +
+               testing::FakeCudartPath() + "\ncuda_driver_library = " + testing::FakeCudartPath()));
+  v1::Inventory inventory;
+  REQUIRE(host->Inventory(&inventory).ok());
+  REQUIRE(inventory.nodes_size() == 1);
+  const v1::NodeSpec& node = inventory.nodes(0);
+  CHECK(node.name() == kNode);
+  CHECK(node.cpu_milli() == 16000);
+  CHECK(node.memory_mib() == 65536);
+  REQUIRE(node.gpus_size() == 2);
+  for (int i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    CHECK(node.gpus(i).index() == i);
+    CHECK(node.gpus(i).model() == "H100-80GB");
+    CHECK(node.gpus(i).memory_mib() == 81559);
+    CHECK(node.gpus(i).nvlink_domain() == 0);  // peers of each other.
+    CHECK(node.gpus(i).healthy());
+    CHECK(node.gpus(i).sharing() == v1::GPU_SHARING_DEFAULT);
+  }
+  CHECK(node.gpus(0).uuid() == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
+  CHECK(node.gpus(1).uuid() == "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
+}
+
+TEST_CASE("local: the real CUDA probe on a machine without a GPU gives a CPU-only node") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host =
+      StartLocal("state_dir = " + dir.path().string());  // everything else from the machine.
+  v1::Inventory inventory;
+  REQUIRE(host->Inventory(&inventory).ok());
+  REQUIRE(inventory.nodes_size() == 1);
+  const v1::NodeSpec& node = inventory.nodes(0);
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof(hostname) - 1);
+  CHECK(node.name() == hostname);
+  CHECK(node.cpu_milli() == ::sysconf(_SC_NPROCESSORS_ONLN) * 1000);
+  CHECK(node.memory_mib() > 0);
+  if (!std::filesystem::exists("/dev/nvidiactl")) CHECK(node.gpus_size() == 0);
+  bool logged = false;
+  for (const FakeHost::LogEntry& entry : host->logs()) {
+    logged |= entry.level == TESSERA_LOG_INFO && entry.message.rfind("local: node", 0) == 0;
+  }
+  CHECK(logged);
+}
+
+TEST_CASE("local: passes the SDK's conformance kit") {
+  testing::TempDir dir("local-plugin");
+  for (const plugin::CheckResult& result :
+       plugin::RunConformance(testing::PluginPath("local"), Config(dir))) {
+    CAPTURE(result.name);
+    CHECK_MESSAGE(result.passed, result.detail);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
