@@ -94,11 +94,26 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
         if (!status.ok()) return done(status);
         // Hand the job to the engine before acknowledging it, so that a cancel sent right
         // after the acknowledgement finds it there.
-        if (outcome->created) {
-          Post([this, job = outcome->job] { engine_->AddJob(job); });
-        }
+        if (outcome->created) HandToEngine(std::shared_ptr<const v1::Job>(outcome, &outcome->job));
         done(outcome->job);
       });
+}
+
+void SchedulerImpl::HandToEngine(std::shared_ptr<const v1::Job> job) {
+  std::lock_guard<std::mutex> lock(arrivals_mu_);
+  // Posted under the lock, so no submit acknowledged after this one is pushed can have a
+  // request (a cancel) reach the strand before the task that hands its job over.
+  if (arrivals_.empty()) {
+    Post([this] {
+      std::vector<std::shared_ptr<const v1::Job>> arrived;
+      {
+        std::lock_guard<std::mutex> inner(arrivals_mu_);
+        arrived.swap(arrivals_);
+      }
+      for (const auto& job : arrived) engine_->AddJob(*job);
+    });
+  }
+  arrivals_.push_back(std::move(job));
 }
 
 StatusOr<v1::Job> SchedulerImpl::Submit(const v1::JobSpec& spec, const SubmitOptions& options) {

@@ -466,7 +466,7 @@ void Engine::SendPersist(std::shared_ptr<const JobUpdate> update,
     failed_persists_.push_back({std::move(update), std::move(durable)});
     return;
   }
-  host_.Persist(update, [this, update, durable](const Status& status) {
+  host_.Persist(update, [this, update, durable = std::move(durable)](const Status& status) {
     if (status.ok()) {
       if (durable) durable(status);
       return;
