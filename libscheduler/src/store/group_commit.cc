@@ -6,6 +6,15 @@
 #include <vector>
 
 namespace tessera::store {
+namespace {
+
+const CachedSql kBegin("BEGIN IMMEDIATE");
+const CachedSql kSavepoint("SAVEPOINT op");
+const CachedSql kRelease("RELEASE op");
+const CachedSql kRollbackTo("ROLLBACK TO op");
+const CachedSql kCommit("COMMIT");
+
+}  // namespace
 
 GroupCommit::GroupCommit(Database& db, int max_batch, uint64_t next_event_seq,
                          std::function<void(uint64_t)> on_commit)
@@ -90,7 +99,7 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
   const uint64_t seq_at_start = next_event_seq_;
   WriteTransaction txn(db_, next_event_seq_);
 
-  Status batch_status = db_.ExecCached("BEGIN IMMEDIATE");
+  Status batch_status = db_.ExecCached(kBegin);
   for (size_t i = 0; i < batch.size() && batch_status.ok(); ++i) {
     if (!batch[i].isolated) {
       batch_status = batch[i].fn(txn);
@@ -100,7 +109,7 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
       continue;
     }
     const uint64_t seq_before = txn.next_event_seq();
-    batch_status = db_.ExecCached("SAVEPOINT op");
+    batch_status = db_.ExecCached(kSavepoint);
     if (!batch_status.ok()) break;
     Status op_status = batch[i].fn(txn);
     if (!db_.InTransaction()) {
@@ -110,16 +119,16 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
       break;
     }
     if (op_status.ok()) {
-      batch_status = db_.ExecCached("RELEASE op");
+      batch_status = db_.ExecCached(kRelease);
     } else {
       results[i] = op_status;
       txn.RewindEventSeq(seq_before);
-      batch_status = db_.ExecCached("ROLLBACK TO op");
-      if (batch_status.ok()) batch_status = db_.ExecCached("RELEASE op");
+      batch_status = db_.ExecCached(kRollbackTo);
+      if (batch_status.ok()) batch_status = db_.ExecCached(kRelease);
     }
   }
   if (batch_status.ok()) batch_status = txn.FlushDeferred();
-  if (batch_status.ok()) batch_status = db_.ExecCached("COMMIT");
+  if (batch_status.ok()) batch_status = db_.ExecCached(kCommit);
   if (!batch_status.ok()) {
     if (db_.InTransaction()) (void)db_.Exec("ROLLBACK");
     for (Status& r : results) r = batch_status;
