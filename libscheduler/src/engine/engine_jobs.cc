@@ -459,6 +459,15 @@ void Engine::Persist(JobRecord& job, std::vector<v1::Event> events,
   SendPersist(std::move(update), std::move(durable));
 }
 
+void Engine::Persist(JobRecord& job, v1::Event event,
+                     std::function<void(const Status&)> durable) {
+  auto update = std::make_shared<JobUpdate>();
+  update->job_id = job.id;
+  update->status = BuildStatus(job);
+  update->events.push_back(std::move(event));
+  SendPersist(std::move(update), std::move(durable));
+}
+
 void Engine::SendPersist(std::shared_ptr<const JobUpdate> update,
                          std::function<void(const Status&)> durable) {
   if (store_degraded_) {
