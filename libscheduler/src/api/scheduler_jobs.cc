@@ -74,8 +74,6 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
                                          "' has child queues; submit to a leaf queue");
         }
         TESSERA_ASSIGN_OR_RETURN(uint64_t id, t.InsertJob(*job, priority_value, now));
-        outcome->job = *job;
-        outcome->job.set_id(id);
         v1::Event event;
         event.set_time_us(now);
         event.set_kind(v1::JOB_STATE_CHANGED);
@@ -87,6 +85,9 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
                              ? "submitted; infeasible: " + job->status().reason()
                              : "submitted");
         TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
+        // This write runs once, and `job` is not needed after it: moved, not copied.
+        outcome->job = std::move(*job);
+        outcome->job.set_id(id);
         outcome->created = true;
         return Status::Ok();
       },
