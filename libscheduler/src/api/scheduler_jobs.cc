@@ -45,6 +45,7 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
 
   struct Outcome {
     v1::Job job;
+    uint64_t id = 0;
     bool created = false;
   };
   auto outcome = std::make_shared<Outcome>();
@@ -85,14 +86,17 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
                              ? "submitted; infeasible: " + job->status().reason()
                              : "submitted");
         TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
-        // This write runs once, and `job` is not needed after it: moved, not copied.
-        outcome->job = std::move(*job);
-        outcome->job.set_id(id);
+        outcome->id = id;
         outcome->created = true;
         return Status::Ok();
       },
-      [this, outcome, done = std::move(done)](const Status& status) {
+      [this, job, outcome, done = std::move(done)](const Status& status) {
         if (!status.ok()) return done(status);
+        if (outcome->created) {
+          // The write may run more than once, so the job is moved (not copied) only here.
+          outcome->job = std::move(*job);
+          outcome->job.set_id(outcome->id);
+        }
         // Hand the job to the engine before acknowledging it, so that a cancel sent right
         // after the acknowledgement finds it there.
         if (outcome->created) HandToEngine(std::shared_ptr<const v1::Job>(outcome, &outcome->job));

@@ -172,6 +172,8 @@ int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_
 
 int Database::Changes() const { return sqlite3_changes(db_); }
 
+int64_t Database::TotalChanges() const { return sqlite3_total_changes64(db_); }
+
 bool Database::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 
 }  // namespace tessera::store

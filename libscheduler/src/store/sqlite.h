@@ -108,6 +108,8 @@ class Database {
 
   int64_t LastInsertRowId() const;
   int Changes() const;
+  // Rows inserted, updated or deleted by all statements since the connection opened.
+  int64_t TotalChanges() const;
   bool InTransaction() const;
   const std::string& path() const { return path_; }
   sqlite3* raw() { return db_; }
