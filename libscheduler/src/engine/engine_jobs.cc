@@ -459,8 +459,7 @@ void Engine::Persist(JobRecord& job, std::vector<v1::Event> events,
   SendPersist(std::move(update), std::move(durable));
 }
 
-void Engine::Persist(JobRecord& job, v1::Event event,
-                     std::function<void(const Status&)> durable) {
+void Engine::Persist(JobRecord& job, v1::Event event, std::function<void(const Status&)> durable) {
   auto update = std::make_shared<JobUpdate>();
   update->job_id = job.id;
   update->status = BuildStatus(job);

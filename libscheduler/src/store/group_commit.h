@@ -6,11 +6,11 @@
 // first runs without savepoints; if an isolated operation fails after it changed rows, the
 // writer rolls the batch back and runs it again with each isolated operation in its own
 // SAVEPOINT. So an operation may run more than once: it must depend only on what it captured
-// and on the transaction (`done` runs exactly once). A non-isolated operation skips the savepoint (it cannot fail except
-// as the whole store fails) and may defer job-status updates to the end of the batch. `done`
-// runs on the writer thread after the commit, with OK only when the operation's changes are
-// durable. If the store itself fails (disk full, I/O error), SQLite may roll back the whole
-// transaction: then every operation of the batch fails with that error and nothing of the
+// and on the transaction (`done` runs exactly once). A non-isolated operation skips the savepoint
+// (it cannot fail except as the whole store fails) and may defer job-status updates to the end of
+// the batch. `done` runs on the writer thread after the commit, with OK only when the operation's
+// changes are durable. If the store itself fails (disk full, I/O error), SQLite may roll back the
+// whole transaction: then every operation of the batch fails with that error and nothing of the
 // batch is applied.
 #pragma once
 

@@ -22,8 +22,7 @@ const CachedSql kQueueHasChildren("SELECT 1 FROM queues WHERE name > ? AND name 
 
 StatusOr<std::optional<uint64_t>> WriteTransaction::FindJobByIdempotencyKey(
     const std::string& key) {
-  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
-                           db_.Prepare(kFindByKey));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kFindByKey));
   s->BindText(1, key);
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return std::optional<uint64_t>();
@@ -51,9 +50,7 @@ StatusOr<v1::Job> WriteTransaction::ReadJob(uint64_t id) {
 
 StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t priority,
                                                int64_t now_us) {
-  TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s,
-      db_.Prepare(kInsertJob));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertJob));
   if (job.idempotency_key().empty()) {
     s->BindNull(1);
   } else {
