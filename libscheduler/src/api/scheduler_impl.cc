@@ -8,6 +8,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <set>
+#include <unordered_map>
 
 #include "api/validation.h"
 #include "config/yaml_proto.h"
@@ -177,9 +178,13 @@ SchedulerImpl::~SchedulerImpl() {
       timer_.cancel();
       return true;
     });
-    // Writes in flight commit; their follow-ups run on the strand before it stops.
+    // Writes in flight commit; their follow-ups run on the strand before it stops, and what
+    // those follow-ups write still reaches the store.
     store_->Flush();
-    Call<bool>([] { return true; });
+    Call<bool>([this] {
+      FlushPersists();
+      return true;
+    });
     io_.stop();
     decision_thread_.join();
   }
@@ -199,9 +204,22 @@ void SchedulerImpl::Post(std::function<void()> fn) {
   ++posted_;
   boost::asio::post(strand_, [this, fn = std::move(fn)] {
     fn();
-    ArmTimer();
+    AfterStrandTask();
     --posted_;
   });
+}
+
+void SchedulerImpl::AfterStrandTask() {
+  ArmTimer();
+  if (!gathered_persists_.empty() && !persist_flush_posted_) {
+    // Posted, not run here: the tasks already queued (the timer task ArmTimer just posted, say)
+    // add their writes to the same store write.
+    persist_flush_posted_ = true;
+    Post([this] {
+      persist_flush_posted_ = false;
+      FlushPersists();
+    });
+  }
 }
 
 void SchedulerImpl::RequestDecisions() {
@@ -239,7 +257,7 @@ void SchedulerImpl::ArmTimer() {
         armed_deadline_.reset();
         if (ec) return;
         engine_->OnTimeAdvanced();
-        ArmTimer();
+        AfterStrandTask();
       }));
 }
 
@@ -278,48 +296,82 @@ std::optional<TimestampUs> SchedulerImpl::NextWakeupUs() {
 
 void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
                             std::function<void(const Status&)> durable) {
+  gathered_persists_.push_back({std::move(update), std::move(durable)});
+  if (gathered_persists_.size() >= kMaxGatheredPersists) FlushPersists();
+}
+
+void SchedulerImpl::PersistEvent(v1::Event event) {
+  auto update = std::make_shared<JobUpdate>();
+  update->events.push_back(std::move(event));
+  gathered_persists_.push_back({std::move(update), nullptr});
+  if (gathered_persists_.size() >= kMaxGatheredPersists) FlushPersists();
+}
+
+void SchedulerImpl::FlushPersists() {
+  if (gathered_persists_.empty()) return;
+  // Swapped, not moved: both buffers keep their capacity, so gathering does not reallocate.
+  std::vector<PendingPersist>& gathered = flushing_persists_;
+  gathered.swap(gathered_persists_);
   const TimestampUs now = clock_->NowUs();
   // Serialized here, on the decision thread, so that the store writer (the busier thread) only
   // binds bytes. The engine's own transitions cannot fail one by one (only the store as a whole
-  // can), so they skip the per-write savepoint, and a batch writes each job's row once, with
+  // can), so they share one write without a savepoint, and each job's row is written once, with
   // its last status.
-  struct Serialized {
+  struct EventRow {
+    int64_t time_us;
+    uint64_t job_id;  // 0: none.
+    std::string payload;
+  };
+  struct StatusRow {
     uint64_t job_id;
     v1::JobState state;
-    std::shared_ptr<const std::string> status;
-    std::vector<std::pair<int64_t, std::string>> events;  // time, payload.
+    std::string status;
+  };
+  struct Serialized {
+    std::vector<EventRow> events;  // in the order the engine made them.
+    std::vector<StatusRow> statuses;
   };
   auto serialized = std::make_shared<Serialized>();
-  serialized->job_id = update->job_id;
-  serialized->state = update->status.state();
-  serialized->status = std::make_shared<const std::string>(update->status.SerializeAsString());
-  for (const v1::Event& e : update->events) {
-    serialized->events.emplace_back(e.time_us(), e.SerializeAsString());
+  serialized->events.reserve(gathered.size());
+  std::unordered_map<uint64_t, size_t> last_update;  // job id -> index in `gathered`.
+  last_update.reserve(gathered.size());
+  std::vector<std::function<void(const Status&)>> durables;
+  durables.reserve(gathered.size());
+  for (size_t i = 0; i < gathered.size(); ++i) {
+    PendingPersist& p = gathered[i];
+    if (p.update->job_id != 0) last_update[p.update->job_id] = i;
+    for (const v1::Event& e : p.update->events) {
+      serialized->events.push_back({e.time_us(), p.update->job_id, e.SerializeAsString()});
+    }
+    if (p.durable) durables.push_back(std::move(p.durable));
+  }
+  serialized->statuses.reserve(last_update.size());
+  for (const auto& [job_id, i] : last_update) {
+    const v1::JobStatus& status = gathered[i].update->status;
+    serialized->statuses.push_back({job_id, status.state(), status.SerializeAsString()});
   }
   store_->Write(
       [serialized, now](store::WriteTransaction& t) -> Status {
-        t.DeferJobStatus(serialized->job_id, serialized->state, serialized->status, now);
-        for (const auto& [time_us, payload] : serialized->events) {
+        for (const StatusRow& row : serialized->statuses) {
+          // Aliases `serialized`, which outlives the batch: no copy of the bytes.
+          t.DeferJobStatus(row.job_id, row.state,
+                           std::shared_ptr<const std::string>(serialized, &row.status), now);
+        }
+        for (const EventRow& row : serialized->events) {
           TESSERA_RETURN_IF_ERROR(
-              t.AppendSerializedEvent(time_us, serialized->job_id, payload).status());
+              t.AppendSerializedEvent(row.time_us, row.job_id, row.payload).status());
         }
         return Status::Ok();
       },
       // Moved into the strand task, so the engine's objects are also freed on its thread.
-      [this, durable = std::move(durable)](const Status& status) mutable {
-        if (durable) Post([durable = std::move(durable), status] { durable(status); });
+      [this, durables = std::move(durables)](const Status& status) mutable {
+        if (durables.empty()) return;
+        Post([durables = std::move(durables), status] {
+          for (const auto& durable : durables) durable(status);
+        });
       },
       /*isolated=*/false);
-}
-
-void SchedulerImpl::PersistEvent(v1::Event event) {
-  auto payload = std::make_shared<std::string>(event.SerializeAsString());
-  const int64_t time_us = event.time_us();
-  store_->Write(
-      [payload, time_us](store::WriteTransaction& t) -> Status {
-        return t.AppendSerializedEvent(time_us, 0, *payload).status();
-      },
-      nullptr, /*isolated=*/false);
+  gathered.clear();
 }
 
 void SchedulerImpl::InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) {

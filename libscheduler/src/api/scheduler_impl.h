@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
@@ -97,6 +98,14 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
 
   // Runs `fn` on the decision strand, then re-arms the timer.
   void Post(std::function<void()> fn);
+  // What every strand task does last: re-arm the timer, and make sure the engine writes it
+  // gathered reach the store.
+  void AfterStrandTask();
+  // Sends the engine writes gathered so far to the store as one write (strand only).
+  void FlushPersists();
+  // Hands a committed submit to the engine; submits committed together reach the strand in one
+  // task, in commit order (any thread).
+  void HandToEngine(std::shared_ptr<const v1::Job> job);
   // Runs `fn` on the strand and returns its result; never call from the strand itself.
   template <typename R>
   R Call(std::function<R()> fn);
@@ -124,6 +133,24 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
 
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Executor> executor_;
+
+  // Engine writes gathered on the strand, sent to the store as one write after the strand task
+  // that made them and the tasks already queued behind it (transitions of one job in quick
+  // succession, STARTING then RUNNING say, then share a write and a status row). Each keeps its
+  // own events, in order; `durable` callbacks run in order after the commit.
+  struct PendingPersist {
+    std::shared_ptr<const JobUpdate> update;  // job_id 0: events that concern no job.
+    std::function<void(const Status&)> durable;
+  };
+  // Past this many, a strand task sends them at once rather than at its end.
+  static constexpr size_t kMaxGatheredPersists = 1024;
+  std::vector<PendingPersist> gathered_persists_;  // strand only.
+  std::vector<PendingPersist> flushing_persists_;  // strand only; FlushPersists' scratch.
+  bool persist_flush_posted_ = false;              // strand only.
+  // Submits committed but not yet handed to the engine; a task to drain them is posted when
+  // the first arrives.
+  std::mutex arrivals_mu_;
+  std::vector<std::shared_ptr<const v1::Job>> arrivals_;
 
   std::atomic<bool> closing_{false};
   std::atomic<int64_t> posted_{0};  // strand tasks not yet finished.

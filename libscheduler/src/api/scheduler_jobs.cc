@@ -45,6 +45,7 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
 
   struct Outcome {
     v1::Job job;
+    uint64_t id = 0;
     bool created = false;
   };
   auto outcome = std::make_shared<Outcome>();
@@ -74,8 +75,6 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
                                          "' has child queues; submit to a leaf queue");
         }
         TESSERA_ASSIGN_OR_RETURN(uint64_t id, t.InsertJob(*job, priority_value, now));
-        outcome->job = *job;
-        outcome->job.set_id(id);
         v1::Event event;
         event.set_time_us(now);
         event.set_kind(v1::JOB_STATE_CHANGED);
@@ -87,18 +86,39 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
                              ? "submitted; infeasible: " + job->status().reason()
                              : "submitted");
         TESSERA_RETURN_IF_ERROR(t.AppendEvent(event).status());
+        outcome->id = id;
         outcome->created = true;
         return Status::Ok();
       },
-      [this, outcome, done = std::move(done)](const Status& status) {
+      [this, job, outcome, done = std::move(done)](const Status& status) {
         if (!status.ok()) return done(status);
+        if (outcome->created) {
+          // The write may run more than once, so the job is moved (not copied) only here.
+          outcome->job = std::move(*job);
+          outcome->job.set_id(outcome->id);
+        }
         // Hand the job to the engine before acknowledging it, so that a cancel sent right
         // after the acknowledgement finds it there.
-        if (outcome->created) {
-          Post([this, job = outcome->job] { engine_->AddJob(job); });
-        }
+        if (outcome->created) HandToEngine(std::shared_ptr<const v1::Job>(outcome, &outcome->job));
         done(outcome->job);
       });
+}
+
+void SchedulerImpl::HandToEngine(std::shared_ptr<const v1::Job> job) {
+  std::lock_guard<std::mutex> lock(arrivals_mu_);
+  // Posted under the lock, so no submit acknowledged after this one is pushed can have a
+  // request (a cancel) reach the strand before the task that hands its job over.
+  if (arrivals_.empty()) {
+    Post([this] {
+      std::vector<std::shared_ptr<const v1::Job>> arrived;
+      {
+        std::lock_guard<std::mutex> inner(arrivals_mu_);
+        arrived.swap(arrivals_);
+      }
+      for (const auto& job : arrived) engine_->AddJob(*job);
+    });
+  }
+  arrivals_.push_back(std::move(job));
 }
 
 StatusOr<v1::Job> SchedulerImpl::Submit(const v1::JobSpec& spec, const SubmitOptions& options) {

@@ -141,6 +141,10 @@ class Engine final : public ExecutorEvents {
   v1::Event MakeUpdateEvent(const JobRecord& job, const std::string& reason) const;
   void Persist(JobRecord& job, std::vector<v1::Event> events,
                std::function<void(const Status&)> durable = nullptr);
+  // The same for one event (`Persist(job, {MakeEvent(...)})` lands here): moved, where an
+  // initializer list would copy it.
+  void Persist(JobRecord& job, v1::Event event,
+               std::function<void(const Status&)> durable = nullptr);
   void SendPersist(std::shared_ptr<const JobUpdate> update,
                    std::function<void(const Status&)> durable);
   void RetryFailedPersists();

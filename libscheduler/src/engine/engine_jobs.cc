@@ -467,6 +467,14 @@ void Engine::Persist(JobRecord& job, std::vector<v1::Event> events,
   SendPersist(std::move(update), std::move(durable));
 }
 
+void Engine::Persist(JobRecord& job, v1::Event event, std::function<void(const Status&)> durable) {
+  auto update = std::make_shared<JobUpdate>();
+  update->job_id = job.id;
+  update->status = BuildStatus(job);
+  update->events.push_back(std::move(event));
+  SendPersist(std::move(update), std::move(durable));
+}
+
 void Engine::SendPersist(std::shared_ptr<const JobUpdate> update,
                          std::function<void(const Status&)> durable) {
   if (store_degraded_) {
@@ -474,7 +482,7 @@ void Engine::SendPersist(std::shared_ptr<const JobUpdate> update,
     failed_persists_.push_back({std::move(update), std::move(durable)});
     return;
   }
-  host_.Persist(update, [this, update, durable](const Status& status) {
+  host_.Persist(update, [this, update, durable = std::move(durable)](const Status& status) {
     if (status.ok()) {
       if (durable) durable(status);
       return;

@@ -69,8 +69,9 @@ void SimulatedExecutor::ApplyMigLayout(const std::string& node, int gpu,
 }
 
 void SimulatedExecutor::Launch(const LaunchRequest& request) {
-  if (running_.count(request.ref)) return;  // idempotent.
-  Running& run = running_[request.ref];
+  auto [it, inserted] = running_.try_emplace(request.ref);
+  if (!inserted) return;  // idempotent.
+  Running& run = it->second;
   const TaskRef ref = request.ref;
   const TimestampUs now = clock_.NowUs();
   timers_.Schedule(now, [this, ref] {
@@ -103,7 +104,9 @@ void SimulatedExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
 
 std::vector<TaskRef> SimulatedExecutor::LiveTasks() {
   std::vector<TaskRef> live;
+  live.reserve(running_.size());
   for (const auto& [ref, run] : running_) live.push_back(ref);
+  std::sort(live.begin(), live.end());
   return live;
 }
 

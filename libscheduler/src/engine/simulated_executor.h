@@ -7,7 +7,7 @@
 // process, so after a restart LiveTasks() is empty and the engine requeues what was running.
 #pragma once
 
-#include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/executor.h"
@@ -49,7 +49,15 @@ class SimulatedExecutor final : public Executor {
   TimerQueue& timers_;
   const Clock& clock_;
   ExecutorEvents& events_;
-  std::map<TaskRef, Running> running_;
+  struct TaskRefHash {
+    size_t operator()(const TaskRef& r) const {
+      return std::hash<uint64_t>()(r.job * 0x9e3779b97f4a7c15ULL ^
+                                   (static_cast<uint64_t>(static_cast<uint32_t>(r.attempt)) << 32 |
+                                    static_cast<uint32_t>(r.task)));
+    }
+  };
+  // Looked up on every launch, start, stop and exit: hashed, not ordered.
+  std::unordered_map<TaskRef, Running, TaskRefHash> running_;
 };
 
 }  // namespace tessera

@@ -6,6 +6,15 @@
 #include <vector>
 
 namespace tessera::store {
+namespace {
+
+const CachedSql kBegin("BEGIN IMMEDIATE");
+const CachedSql kSavepoint("SAVEPOINT op");
+const CachedSql kRelease("RELEASE op");
+const CachedSql kRollbackTo("ROLLBACK TO op");
+const CachedSql kCommit("COMMIT");
+
+}  // namespace
 
 GroupCommit::GroupCommit(Database& db, int max_batch, uint64_t next_event_seq,
                          std::function<void(uint64_t)> on_commit)
@@ -88,44 +97,13 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Status> results(batch.size());
   const uint64_t seq_at_start = next_event_seq_;
-  WriteTransaction txn(db_, next_event_seq_);
-
-  Status batch_status = db_.ExecCached("BEGIN IMMEDIATE");
-  for (size_t i = 0; i < batch.size() && batch_status.ok(); ++i) {
-    if (!batch[i].isolated) {
-      batch_status = batch[i].fn(txn);
-      if (batch_status.ok() && !db_.InTransaction()) {
-        batch_status = InternalError("store: transaction lost");
-      }
-      continue;
-    }
-    const uint64_t seq_before = txn.next_event_seq();
-    batch_status = db_.ExecCached("SAVEPOINT op");
-    if (!batch_status.ok()) break;
-    Status op_status = batch[i].fn(txn);
-    if (!db_.InTransaction()) {
-      // SQLite rolled back the whole transaction (it may on FULL, IOERR, BUSY, NOMEM):
-      // nothing of this batch survives, so every operation in it fails.
-      batch_status = op_status.ok() ? InternalError("store: transaction lost") : op_status;
-      break;
-    }
-    if (op_status.ok()) {
-      batch_status = db_.ExecCached("RELEASE op");
-    } else {
-      results[i] = op_status;
-      txn.RewindEventSeq(seq_before);
-      batch_status = db_.ExecCached("ROLLBACK TO op");
-      if (batch_status.ok()) batch_status = db_.ExecCached("RELEASE op");
-    }
-  }
-  if (batch_status.ok()) batch_status = txn.FlushDeferred();
-  if (batch_status.ok()) batch_status = db_.ExecCached("COMMIT");
-  if (!batch_status.ok()) {
-    if (db_.InTransaction()) (void)db_.Exec("ROLLBACK");
-    for (Status& r : results) r = batch_status;
+  // First without savepoints; only if an isolated write fails after changing something is the
+  // batch rolled back and run again with one savepoint per write.
+  Status batch_status;
+  if (!TryBatch(batch, /*savepoints=*/false, results, batch_status)) {
     next_event_seq_ = seq_at_start;
-  } else {
-    next_event_seq_ = txn.next_event_seq();
+    for (Status& r : results) r = Status::Ok();
+    TryBatch(batch, /*savepoints=*/true, results, batch_status);
   }
   commit_latency_.Record(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
@@ -142,6 +120,70 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].done) batch[i].done(results[i]);
   }
+}
+
+bool GroupCommit::TryBatch(std::deque<Op>& batch, bool savepoints, std::vector<Status>& results,
+                           Status& batch_status) {
+  const uint64_t seq_at_start = next_event_seq_;
+  WriteTransaction txn(db_, next_event_seq_);
+
+  batch_status = db_.ExecCached(kBegin);
+  for (size_t i = 0; i < batch.size() && batch_status.ok(); ++i) {
+    if (!batch[i].isolated) {
+      batch_status = batch[i].fn(txn);
+      if (batch_status.ok() && !db_.InTransaction()) {
+        batch_status = InternalError("store: transaction lost");
+      }
+      continue;
+    }
+    const uint64_t seq_before = txn.next_event_seq();
+    if (!savepoints) {
+      // Most writes succeed, and most that fail do so on a check before they change anything
+      // (an unknown queue, a reused key): neither needs a savepoint to leave no trace.
+      const int64_t changes_before = db_.TotalChanges();
+      Status op_status = batch[i].fn(txn);
+      if (!db_.InTransaction()) {
+        batch_status = op_status.ok() ? InternalError("store: transaction lost") : op_status;
+        break;
+      }
+      if (op_status.ok()) continue;
+      if (db_.TotalChanges() != changes_before) {
+        // It failed after changing rows: only a savepoint can undo its part alone.
+        (void)db_.Exec("ROLLBACK");
+        return false;
+      }
+      results[i] = op_status;
+      txn.RewindEventSeq(seq_before);
+      continue;
+    }
+    batch_status = db_.ExecCached(kSavepoint);
+    if (!batch_status.ok()) break;
+    Status op_status = batch[i].fn(txn);
+    if (!db_.InTransaction()) {
+      // SQLite rolled back the whole transaction (it may on FULL, IOERR, BUSY, NOMEM):
+      // nothing of this batch survives, so every operation in it fails.
+      batch_status = op_status.ok() ? InternalError("store: transaction lost") : op_status;
+      break;
+    }
+    if (op_status.ok()) {
+      batch_status = db_.ExecCached(kRelease);
+    } else {
+      results[i] = op_status;
+      txn.RewindEventSeq(seq_before);
+      batch_status = db_.ExecCached(kRollbackTo);
+      if (batch_status.ok()) batch_status = db_.ExecCached(kRelease);
+    }
+  }
+  if (batch_status.ok()) batch_status = txn.FlushDeferred();
+  if (batch_status.ok()) batch_status = db_.ExecCached(kCommit);
+  if (!batch_status.ok()) {
+    if (db_.InTransaction()) (void)db_.Exec("ROLLBACK");
+    for (Status& r : results) r = batch_status;
+    next_event_seq_ = seq_at_start;
+  } else {
+    next_event_seq_ = txn.next_event_seq();
+  }
+  return true;
 }
 
 }  // namespace tessera::store

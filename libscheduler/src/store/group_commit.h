@@ -2,12 +2,15 @@
 // thread runs them in order, as many as are waiting (up to a batch limit) inside one SQLite
 // transaction, so that concurrent writers share one fsync.
 //
-// An isolated operation runs inside its own SAVEPOINT: if it fails it leaves no trace and does
-// not fail its neighbours. A non-isolated operation skips the savepoint (it cannot fail except
-// as the whole store fails) and may defer job-status updates to the end of the batch. `done`
-// runs on the writer thread after the commit, with OK only when the operation's changes are
-// durable. If the store itself fails (disk full, I/O error), SQLite may roll back the whole
-// transaction: then every operation of the batch fails with that error and nothing of the
+// An isolated operation that fails leaves no trace and does not fail its neighbours. The batch
+// first runs without savepoints; if an isolated operation fails after it changed rows, the
+// writer rolls the batch back and runs it again with each isolated operation in its own
+// SAVEPOINT. So an operation may run more than once: it must depend only on what it captured
+// and on the transaction (`done` runs exactly once). A non-isolated operation skips the savepoint
+// (it cannot fail except as the whole store fails) and may defer job-status updates to the end of
+// the batch. `done` runs on the writer thread after the commit, with OK only when the operation's
+// changes are durable. If the store itself fails (disk full, I/O error), SQLite may roll back the
+// whole transaction: then every operation of the batch fails with that error and nothing of the
 // batch is applied.
 #pragma once
 
@@ -18,6 +21,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/latency_histogram.h"
 #include "store/sqlite.h"
@@ -63,6 +67,11 @@ class GroupCommit {
 
   void Run();
   void RunBatch(std::deque<Op>& batch);
+  // Runs and commits (or fails) the batch, filling `results` and `batch_status`; with
+  // `savepoints` false, returns false (having rolled back) when the batch must run again with
+  // them.
+  bool TryBatch(std::deque<Op>& batch, bool savepoints, std::vector<Status>& results,
+                Status& batch_status);
 
   Database& db_;
   const size_t max_batch_;

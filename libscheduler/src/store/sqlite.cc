@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
+
 namespace tessera::store {
 
 Status SqliteStatus(int rc, std::string_view detail, std::string_view context) {
@@ -39,6 +41,10 @@ void Statement::BindText(int index, std::string_view value) {
 
 void Statement::BindBlob(int index, std::string_view value) {
   sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+}
+
+void Statement::BindBlobNoCopy(int index, std::string_view value) {
+  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
 }
 
 void Statement::BindNull(int index) { sqlite3_bind_null(stmt_, index); }
@@ -95,8 +101,15 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
   return std::unique_ptr<Database>(new Database(db, path));
 }
 
+CachedSql::CachedSql(const char* text) : text_(text) {
+  static std::atomic<size_t> next_slot{0};
+  slot_ = next_slot++;
+}
+
 Database::~Database() {
-  cache_.clear();  // statements must be finalized before the connection closes.
+  // Statements must be finalized before the connection closes.
+  cache_.clear();
+  by_slot_.clear();
   sqlite3_close(db_);
 }
 
@@ -130,6 +143,23 @@ StatusOr<StatementRef> Database::Prepare(const std::string& sql) {
   return StatementRef(it->second.get());
 }
 
+Status Database::ExecCached(const CachedSql& sql) {
+  StatusOr<StatementRef> s = Prepare(sql);
+  if (!s.ok()) return s.status();
+  return (*s)->Run();
+}
+
+StatusOr<StatementRef> Database::Prepare(const CachedSql& sql) {
+  if (sql.slot() >= by_slot_.size()) by_slot_.resize(sql.slot() + 1);
+  std::unique_ptr<Statement>& slot = by_slot_[sql.slot()];
+  if (!slot) {
+    StatusOr<std::unique_ptr<Statement>> fresh = PrepareUncached(sql.text());
+    if (!fresh.ok()) return fresh.status();
+    slot = std::move(*fresh);
+  }
+  return StatementRef(slot.get());
+}
+
 StatusOr<std::unique_ptr<Statement>> Database::PrepareUncached(const std::string& sql) {
   sqlite3_stmt* stmt = nullptr;
   const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
@@ -141,6 +171,8 @@ StatusOr<std::unique_ptr<Statement>> Database::PrepareUncached(const std::string
 int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 
 int Database::Changes() const { return sqlite3_changes(db_); }
+
+int64_t Database::TotalChanges() const { return sqlite3_total_changes64(db_); }
 
 bool Database::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "tessera/status.h"
 
@@ -33,6 +34,9 @@ class Statement {
   void BindInt(int index, int64_t value);
   void BindText(int index, std::string_view value);
   void BindBlob(int index, std::string_view value);
+  // Binds without copying: `value` must stay valid until the statement is reset (for a
+  // StatementRef, until it goes out of scope).
+  void BindBlobNoCopy(int index, std::string_view value);
   void BindNull(int index);
 
   // Advances to the next row: true for a row, false when done.
@@ -69,6 +73,20 @@ class StatementRef {
   Statement* s_;
 };
 
+// SQL text fixed at compile time, numbered once per process, so that a connection finds its
+// prepared statement by index instead of hashing the text on every use. Define one per
+// statement as a namespace-scope constant.
+class CachedSql {
+ public:
+  explicit CachedSql(const char* text);
+  const char* text() const { return text_; }
+  size_t slot() const { return slot_; }
+
+ private:
+  const char* text_;
+  size_t slot_;
+};
+
 class Database {
  public:
   // Opens or creates `path` read-write.
@@ -81,13 +99,17 @@ class Database {
   // Runs one parameterless statement through the statement cache (transaction control on hot
   // paths: BEGIN, SAVEPOINT, RELEASE, COMMIT).
   Status ExecCached(const std::string& sql);
+  Status ExecCached(const CachedSql& sql);
   // A prepared statement for `sql`, prepared once per connection and cached.
   StatusOr<StatementRef> Prepare(const std::string& sql);
+  StatusOr<StatementRef> Prepare(const CachedSql& sql);
   // A one-off statement for SQL composed at run time (only placeholders vary, never values).
   StatusOr<std::unique_ptr<Statement>> PrepareUncached(const std::string& sql);
 
   int64_t LastInsertRowId() const;
   int Changes() const;
+  // Rows inserted, updated or deleted by all statements since the connection opened.
+  int64_t TotalChanges() const;
   bool InTransaction() const;
   const std::string& path() const { return path_; }
   sqlite3* raw() { return db_; }
@@ -100,6 +122,7 @@ class Database {
   sqlite3* db_;
   std::string path_;
   std::unordered_map<std::string, std::unique_ptr<Statement>> cache_;
+  std::vector<std::unique_ptr<Statement>> by_slot_;  // CachedSql statements, by slot.
 };
 
 }  // namespace tessera::store

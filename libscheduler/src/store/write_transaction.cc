@@ -3,11 +3,26 @@
 #include "store/schema.h"
 
 namespace tessera::store {
+namespace {
+
+// The statements every submit and every engine write runs.
+const CachedSql kFindByKey("SELECT id FROM jobs WHERE idempotency_key = ?");
+const CachedSql kInsertJob(
+    "INSERT INTO jobs (idempotency_key, queue, state, priority, submit_time_us, "
+    "update_time_us, status) VALUES (?, ?, ?, ?, ?, ?, ?)");
+const CachedSql kInsertSpec("INSERT INTO job_specs (id, spec) VALUES (?, ?)");
+const CachedSql kUpdateStatus(
+    "UPDATE jobs SET state = ?, status = ?, update_time_us = ? WHERE id = ?");
+const CachedSql kInsertEvent(
+    "INSERT INTO events (seq, time_us, job_id, payload) VALUES (?, ?, ?, ?)");
+const CachedSql kQueueExists("SELECT 1 FROM queues WHERE name = ?");
+const CachedSql kQueueHasChildren("SELECT 1 FROM queues WHERE name > ? AND name < ? LIMIT 1");
+
+}  // namespace
 
 StatusOr<std::optional<uint64_t>> WriteTransaction::FindJobByIdempotencyKey(
     const std::string& key) {
-  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
-                           db_.Prepare("SELECT id FROM jobs WHERE idempotency_key = ?"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kFindByKey));
   s->BindText(1, key);
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return std::optional<uint64_t>();
@@ -35,10 +50,7 @@ StatusOr<v1::Job> WriteTransaction::ReadJob(uint64_t id) {
 
 StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t priority,
                                                int64_t now_us) {
-  TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s,
-      db_.Prepare("INSERT INTO jobs (idempotency_key, queue, state, priority, submit_time_us, "
-                  "update_time_us, status) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertJob));
   if (job.idempotency_key().empty()) {
     s->BindNull(1);
   } else {
@@ -49,13 +61,14 @@ StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t prior
   s->BindInt(4, priority);
   s->BindInt(5, job.status().submit_time_us());
   s->BindInt(6, now_us);
-  s->BindBlob(7, job.status().SerializeAsString());
+  const std::string status = job.status().SerializeAsString();
+  s->BindBlobNoCopy(7, status);
   TESSERA_RETURN_IF_ERROR(s->Run());
   const int64_t id = db_.LastInsertRowId();
-  TESSERA_ASSIGN_OR_RETURN(StatementRef spec,
-                           db_.Prepare("INSERT INTO job_specs (id, spec) VALUES (?, ?)"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef spec, db_.Prepare(kInsertSpec));
   spec->BindInt(1, id);
-  spec->BindBlob(2, job.spec().SerializeAsString());
+  const std::string spec_bytes = job.spec().SerializeAsString();
+  spec->BindBlobNoCopy(2, spec_bytes);
   TESSERA_RETURN_IF_ERROR(spec->Run());
   return static_cast<uint64_t>(id);
 }
@@ -66,11 +79,9 @@ Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& statu
 
 Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, const std::string& status,
                                         int64_t now_us) {
-  TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s,
-      db_.Prepare("UPDATE jobs SET state = ?, status = ?, update_time_us = ? WHERE id = ?"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kUpdateStatus));
   s->BindInt(1, state);
-  s->BindBlob(2, status);
+  s->BindBlobNoCopy(2, status);
   s->BindInt(3, now_us);
   s->BindInt(4, static_cast<int64_t>(id));
   TESSERA_RETURN_IF_ERROR(s->Run());
@@ -106,9 +117,7 @@ StatusOr<uint64_t> WriteTransaction::AppendEvent(v1::Event& event) {
 
 StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint64_t job_id,
                                                            const std::string& payload) {
-  TESSERA_ASSIGN_OR_RETURN(
-      StatementRef s,
-      db_.Prepare("INSERT INTO events (seq, time_us, job_id, payload) VALUES (?, ?, ?, ?)"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertEvent));
   const uint64_t seq = next_event_seq_;
   s->BindInt(1, static_cast<int64_t>(seq));
   s->BindInt(2, time_us);
@@ -117,22 +126,21 @@ StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint
   } else {
     s->BindNull(3);
   }
-  s->BindBlob(4, payload);
+  s->BindBlobNoCopy(4, payload);
   TESSERA_RETURN_IF_ERROR(s->Run());
   ++next_event_seq_;
   return seq;
 }
 
 StatusOr<bool> WriteTransaction::QueueExists(const std::string& name) {
-  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare("SELECT 1 FROM queues WHERE name = ?"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kQueueExists));
   s->BindText(1, name);
   return s->Step();
 }
 
 StatusOr<bool> WriteTransaction::QueueHasChildren(const std::string& name) {
   // Children are named "<name>/..."; '0' is the character after '/'.
-  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
-                           db_.Prepare("SELECT 1 FROM queues WHERE name > ? AND name < ? LIMIT 1"));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kQueueHasChildren));
   s->BindText(1, name + "/");
   s->BindText(2, name + "0");
   return s->Step();
