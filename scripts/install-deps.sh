@@ -17,6 +17,19 @@ packages=(
   python3 python3-matplotlib
 )
 
+# Conan 2 (conan/, scripts/conan-check.sh) is not in Debian 12: pip installs it from PyPI when
+# `conan` is missing, into the system Python (Debian's wants --break-system-packages, PEP 668),
+# here when pip is present and again at the end, after apt has installed python3-pip.
+packages+=(python3-pip)
+install_conan() {
+  if command -v conan >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then return; fi
+  local user=(); if [ "$(id -u)" -ne 0 ]; then user=(--user); fi
+  echo "install-deps: installing conan 2 with pip"
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+    --break-system-packages "${user[@]}" 'conan>=2,<3'
+}
+install_conan
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -36,3 +49,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_conan

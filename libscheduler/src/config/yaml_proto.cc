@@ -65,25 +65,25 @@ Status Mapper::Scalar(const YAML::Node& value, const std::string& path,
   const std::string& text = value.Scalar();
   switch (field->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32: {
-      int32_t v;
+      int32_t v = 0;
       TESSERA_RETURN_IF_ERROR(Integer(value, path, &v));
       repeated ? r->AddInt32(m, field, v) : r->SetInt32(m, field, v);
       return Status::Ok();
     }
     case FieldDescriptor::CPPTYPE_INT64: {
-      int64_t v;
+      int64_t v = 0;
       TESSERA_RETURN_IF_ERROR(Integer(value, path, &v));
       repeated ? r->AddInt64(m, field, v) : r->SetInt64(m, field, v);
       return Status::Ok();
     }
     case FieldDescriptor::CPPTYPE_UINT32: {
-      uint32_t v;
+      uint32_t v = 0;
       TESSERA_RETURN_IF_ERROR(Integer(value, path, &v));
       repeated ? r->AddUInt32(m, field, v) : r->SetUInt32(m, field, v);
       return Status::Ok();
     }
     case FieldDescriptor::CPPTYPE_UINT64: {
-      uint64_t v;
+      uint64_t v = 0;
       TESSERA_RETURN_IF_ERROR(Integer(value, path, &v));
       repeated ? r->AddUInt64(m, field, v) : r->SetUInt64(m, field, v);
       return Status::Ok();
