@@ -4,9 +4,12 @@
 //   launch_delay_ms=MS   on_launch sleeps this long (a slow or hung plugin)
 //   launch_error=1       on_launch fails with UNAVAILABLE
 //   reject=1             on_init refuses the config
+//   crash_on_job=J       on_launch of job J's first attempt calls abort() (a crashing plugin;
+//                        run it isolated). Later attempts, and other jobs, run normally.
 // Tasks start at once; a task with simulation.duration_ms ends that long later on the host's
 // clock, reported by on_poll_events (like the sim backend).
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -37,6 +40,8 @@ class TestBackend : public tessera::plugin::Plugin {
         launch_delay_ms_ = value;
       else if (key == "launch_error")
         launch_error_ = value != 0;
+      else if (key == "crash_on_job")
+        crash_on_job_ = static_cast<uint64_t>(value);
       else if (key == "reject")
         return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "reject: set");
       else
@@ -66,6 +71,10 @@ class TestBackend : public tessera::plugin::Plugin {
     if (launch_delay_ms_ > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(launch_delay_ms_));
     if (launch_error_) return PluginStatus::Error(TESSERA_UNAVAILABLE, "launch_error: set");
+    if (crash_on_job_ != 0 && request.ref().job() == crash_on_job_ &&
+        request.ref().attempt() == 1) {
+      std::abort();
+    }
     std::lock_guard<std::mutex> lock(mu_);
     const Key key = KeyOf(request.ref());
     if (tasks_.count(key)) return PluginStatus::Ok();
@@ -133,6 +142,7 @@ class TestBackend : public tessera::plugin::Plugin {
   int nodes_ = 1;
   long launch_delay_ms_ = 0;
   bool launch_error_ = false;
+  uint64_t crash_on_job_ = 0;
   std::mutex mu_;
   std::map<Key, Task> tasks_;
 };

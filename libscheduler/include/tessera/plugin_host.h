@@ -11,6 +11,13 @@
 // whose call fails, returns bytes that do not parse, or does not answer within its deadline is
 // marked unhealthy: it gets no more calls, its nodes are cordoned, the tasks it was asked to
 // launch fail, and the scheduler keeps deciding. A hung call is abandoned, never waited for.
+//
+// An isolated plugin (PluginOptions::isolate) runs in a tessera-plugin-host process of its own,
+// so that a crash, a leak or a stuck call cannot take the scheduler down. When it turns
+// unhealthy, its process is killed and restarted (with backoff, at most max_restarts_per_minute
+// times a minute): the new instance gets on_init with the same config, on_inventory and
+// on_reconcile; tasks it still reports from requeued attempts are stopped, the plugin's nodes
+// are uncordoned and scheduling goes on.
 #pragma once
 
 #include <chrono>
@@ -32,6 +39,17 @@ struct PluginOptions {
   std::chrono::milliseconds call_deadline{5000};
   // How often the host asks the plugin for events it has not pushed (on the real clock).
   std::chrono::milliseconds poll_interval{100};
+  // Run the plugin in a separate tessera-plugin-host process, restarted when it crashes or
+  // turns unhealthy. Default false: in process, where every call is a function call, but a
+  // crash in the plugin is a crash of the scheduler. Isolation costs a socket round trip per
+  // call (tens of microseconds) and one process per plugin.
+  bool isolate = false;
+  // The tessera-plugin-host executable for isolate. Empty (default): next to libtessera, as in
+  // the build tree, or in the bin/ beside its lib/, as installed.
+  std::string host_executable;
+  // Restarts of an isolated plugin allowed within any minute (default 3); a plugin that fails
+  // more often stays unhealthy until the scheduler is reopened. 0: never restart.
+  int max_restarts_per_minute = 3;
 };
 
 // What a plugin says about itself.

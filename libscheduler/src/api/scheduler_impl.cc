@@ -51,8 +51,11 @@ StatusOr<std::unique_ptr<Scheduler>> SchedulerImpl::Create(const Options& option
 
   std::shared_ptr<PluginLibrary> plugin;
   if (options.executor_plugin) {
+    const PluginOptions& p = *options.executor_plugin;
     StatusOr<std::shared_ptr<PluginLibrary>> loaded =
-        PluginLibrary::Load(options.executor_plugin->plugin, options.plugin_dirs);
+        p.isolate ? PluginLibrary::LoadIsolated(p.plugin, options.plugin_dirs, p.host_executable,
+                                                p.call_deadline)
+                  : PluginLibrary::Load(p.plugin, options.plugin_dirs);
     if (!loaded.ok()) return loaded.status().WithContext("executor_plugin");
     plugin = *loaded;
   }
@@ -89,15 +92,35 @@ SchedulerImpl::SchedulerImpl(const Options& options, std::shared_ptr<Clock> cloc
   feasibility_ = engine_->feasibility();
 }
 
-Status SchedulerImpl::StartPluginExecutor(std::shared_ptr<PluginLibrary> library) {
+PluginExecutor::Wiring SchedulerImpl::PluginWiring(std::shared_ptr<PluginLibrary> library) {
   PluginExecutor::Wiring wiring;
   wiring.post = [this](std::function<void()> fn) { Post(std::move(fn)); };
   wiring.events = engine_.get();
   wiring.timers = &engine_->timers();
   wiring.clock = clock_.get();
-  wiring.on_unhealthy = [this](const std::string& why) { engine_->LoseExecutor(why); };
+  wiring.on_unhealthy = [this, library](const std::string& why) {
+    engine_->LoseExecutor(why);
+    if (library->isolated()) {
+      library->Abandon();  // its process is killed, so a stuck call returns.
+      if (restarter_) restarter_->Schedule(why);
+    }
+  };
+  return wiring;
+}
+
+Status SchedulerImpl::StartPluginExecutor(std::shared_ptr<PluginLibrary> library) {
+  const PluginOptions& options = *options_.executor_plugin;
+  if (library->isolated() && options.max_restarts_per_minute > 0) {
+    restarter_ = std::make_unique<PluginRestarter>(
+        library->info().name, options.max_restarts_per_minute, [this] { return RestartPlugin(); },
+        [this](PluginRestarter::Restarted restarted) {
+          if (closing_) return;  // dropped here, off the strand.
+          InstallRestartedPlugin(std::move(restarted));
+        });
+  }
+  PluginExecutor::Wiring wiring = PluginWiring(library);
   StatusOr<std::unique_ptr<PluginExecutor>> started =
-      PluginExecutor::Start(std::move(library), *options_.executor_plugin, std::move(wiring));
+      PluginExecutor::Start(std::move(library), options, std::move(wiring));
   if (!started.ok()) return started.status().WithContext("executor_plugin");
   PluginExecutor& plugin = **started;
   executor_ = std::move(*started);
@@ -106,6 +129,43 @@ Status SchedulerImpl::StartPluginExecutor(std::shared_ptr<PluginLibrary> library
   StatusOr<std::vector<TaskRef>> live = plugin.LoadLiveTasks();
   if (!live.ok()) return live.status().WithContext("executor_plugin");
   return Status::Ok();
+}
+
+StatusOr<PluginRestarter::Restarted> SchedulerImpl::RestartPlugin() {
+  const PluginOptions& options = *options_.executor_plugin;
+  TESSERA_ASSIGN_OR_RETURN(
+      std::shared_ptr<PluginLibrary> library,
+      PluginLibrary::LoadIsolated(options.plugin, options_.plugin_dirs, options.host_executable,
+                                  options.call_deadline));
+  PluginExecutor::Wiring wiring = PluginWiring(library);
+  PluginRestarter::Restarted restarted;
+  TESSERA_ASSIGN_OR_RETURN(restarted.executor,
+                           PluginExecutor::Start(std::move(library), options, std::move(wiring)));
+  TESSERA_ASSIGN_OR_RETURN(restarted.inventory, restarted.executor->LoadInventory());
+  TESSERA_ASSIGN_OR_RETURN(restarted.live, restarted.executor->LoadLiveTasks());
+  return restarted;
+}
+
+void SchedulerImpl::InstallRestartedPlugin(PluginRestarter::Restarted restarted) {
+  auto fresh = std::make_shared<PluginRestarter::Restarted>(std::move(restarted));
+  Post([this, fresh] {
+    // Failed already (its on_unhealthy, queued before this, asked for another restart): drop it.
+    if (!fresh->executor->healthy()) return;
+    for (const v1::NodeSpec& node : fresh->inventory) {
+      if (!engine_->HasNode(node.name())) {
+        spdlog::warn(
+            "plugin '{}' restarted with node '{}', which it did not offer at open; "
+            "nodes are read only at open for now",
+            fresh->executor->info().name, node.name());
+      }
+    }
+    // The old executor is unhealthy and its process killed: destroying it does not wait.
+    std::unique_ptr<Executor> old = std::move(executor_);
+    executor_ = std::move(fresh->executor);
+    engine_->SetExecutor(executor_.get());
+    engine_->RegainExecutor(fresh->live);
+    old.reset();
+  });
 }
 
 Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
@@ -171,6 +231,9 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
 
 SchedulerImpl::~SchedulerImpl() {
   closing_ = true;
+  // A restart under way finishes (and is dropped); none starts after. The pointer stays: the
+  // strand may still read it.
+  if (restarter_) restarter_->Stop();
   if (clock_listener_) clock_->RemoveAdvanceListener(clock_listener_);
   if (decision_thread_.joinable()) {
     Call<bool>([this] {
@@ -270,14 +333,16 @@ void SchedulerImpl::WaitIdle() {
   while (true) {
     const uint64_t writes_before = store_->WritesEnqueued();
     store_->Flush();
-    const bool engine_busy = Call<bool>([this] {
+    bool backend_busy = false;
+    const bool engine_busy = Call<bool>([this, &backend_busy] {
       const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
       const int64_t other_tasks = posted_.load() - 1;  // all but this one.
+      // Calls still running in a backend plugin will report back to the strand, and so will a
+      // plugin restart under way. (The executor is read here: a restart swaps it on the strand.)
+      backend_busy = executor_->Busy() || (restarter_ && restarter_->Busy());
       return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
              (next && *next <= clock_->NowUs());
     });
-    // Calls still running in a backend plugin will report back to the strand.
-    const bool backend_busy = executor_->Busy();
     if (!engine_busy && !backend_busy && store_->WritesEnqueued() == writes_before &&
         store_->Idle()) {
       return;

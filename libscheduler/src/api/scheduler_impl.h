@@ -22,6 +22,7 @@
 #include "engine/simulated_executor.h"
 #include "plugins/plugin_executor.h"
 #include "plugins/plugin_library.h"
+#include "plugins/plugin_restarter.h"
 #include "store/store.h"
 #include "tessera/scheduler.h"
 
@@ -88,6 +89,13 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // jobs; then the decision thread.
   Status Recover(const std::vector<v1::NodeSpec>& nodes, std::shared_ptr<PluginLibrary> plugin);
   Status StartPluginExecutor(std::shared_ptr<PluginLibrary> library);
+  // How an executor of `library` reaches the engine; an isolated one is restarted when it turns
+  // unhealthy.
+  PluginExecutor::Wiring PluginWiring(std::shared_ptr<PluginLibrary> library);
+  // The restarter's two halves: a fresh isolated executor, opened (restarter thread); and its
+  // hand-over to the engine on the strand.
+  StatusOr<PluginRestarter::Restarted> RestartPlugin();
+  void InstallRestartedPlugin(PluginRestarter::Restarted restarted);
 
   // EngineHost.
   void Persist(std::shared_ptr<const JobUpdate> update,
@@ -133,6 +141,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
 
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<PluginRestarter> restarter_;  // isolated executor plugins only.
 
   // Engine writes gathered on the strand, sent to the store as one write after the strand task
   // that made them and the tasks already queued behind it (transitions of one job in quick

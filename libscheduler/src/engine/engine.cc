@@ -73,6 +73,7 @@ Status Engine::SetNodeFlags(const std::string& name, bool cordoned, bool drainin
   NodeState* node = cluster_.Find(name);
   if (!node || !node->present()) return NotFoundError("node '" + name + "' does not exist");
   if (!cordoned && !draining) ClearFailedGpus(*node);  // an operator vouches for the node again.
+  cordoned_by_loss_.erase(node->id());  // the operator's word wins over a plugin's recovery.
   node->set_cordoned(cordoned || draining);
   node->set_draining(draining);
   placer_.Refresh(node->id());

@@ -111,6 +111,10 @@ class Engine final : public ExecutorEvents {
   // The executor can no longer be trusted (a plugin turned unhealthy): every node is cordoned,
   // so nothing new is placed, and every job with placed tasks is requeued as lost.
   void LoseExecutor(const std::string& why);
+  // A restarted executor (an isolated plugin's new instance) took over: the nodes LoseExecutor
+  // cordoned are uncordoned (unless an operator set their flags since), and `live`, the tasks it
+  // still reports, are stopped unless the engine holds them, so no job runs twice.
+  void RegainExecutor(const std::vector<TaskRef>& live);
 
   // --- Time and decisions.
   void OnTimeAdvanced();
@@ -241,8 +245,9 @@ class Engine final : public ExecutorEvents {
   int managed_mig_gpus_ = 0;  // present GPUs whose MIG layout the scheduler may change.
   bool capacity_freed_ = false;
   bool backfill_due_ = false;
-  bool growth_due_ = false;          // capacity freed or an elastic job started.
-  std::set<uint64_t> elastic_jobs_;  // running elastic jobs.
+  bool growth_due_ = false;                 // capacity freed or an elastic job started.
+  std::set<uint64_t> elastic_jobs_;         // running elastic jobs.
+  std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
   std::map<int32_t, std::multiset<TimestampUs>> preemptible_running_;

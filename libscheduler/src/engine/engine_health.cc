@@ -111,6 +111,7 @@ namespace tessera {
 void Engine::LoseExecutor(const std::string& why) {
   for (const NodeState& node : cluster_.nodes()) {
     if (!node.present()) continue;
+    if (!node.cordoned()) cordoned_by_loss_.insert(node.id());
     cluster_.node(node.id()).set_cordoned(true);
     placer_.Refresh(node.id());
   }
@@ -122,6 +123,23 @@ void Engine::LoseExecutor(const std::string& why) {
   for (uint64_t id : placed) {
     if (JobRecord* job = FindJob(id)) Requeue(*job, why);
   }
+}
+
+void Engine::RegainExecutor(const std::vector<TaskRef>& live) {
+  for (const TaskRef& ref : live) {
+    JobRecord* job = FindJob(ref.job);
+    PlacedTask* task = job ? FindTask(*job, ref) : nullptr;
+    if (task == nullptr || task->exited || !task->launched) executor_->Stop(ref, 0);
+  }
+  for (NodeIndexId id : cordoned_by_loss_) {
+    NodeState& node = cluster_.node(id);
+    if (!node.present()) continue;
+    node.set_cordoned(node.draining());
+    placer_.Refresh(id);
+  }
+  cordoned_by_loss_.clear();
+  capacity_freed_ = true;
+  host_.RequestDecisions();
 }
 
 }  // namespace tessera

@@ -152,6 +152,10 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
                                            [weak](const std::string& why) {
                                              if (auto s = weak.lock()) s->MarkUnhealthy(why);
                                            });
+  // An isolated plugin's process can end between calls; do not wait for the next call to see it.
+  library_->SetOnLost([weak](const std::string& why) {
+    if (auto s = weak.lock()) s->MarkUnhealthy(why);
+  });
 }
 
 StatusOr<std::unique_ptr<PluginExecutor>> PluginExecutor::Start(
@@ -173,8 +177,8 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginExecutor::Start(
   std::shared_ptr<Shared> shared = executor->shared_;
   const std::string config = options.config;
   Status waited = executor->worker_->RunAndWait("on_init", [shared, init, config] {
-    init->code = shared->library->descriptor().tessera_plugin_on_init(
-        &shared->host, Bytes(config), &init->instance, &init->error.sink);
+    init->code =
+        shared->library->Init(&shared->host, Bytes(config), &init->instance, &init->error.sink);
   });
   if (!waited.ok()) return waited;
   if (init->code != TESSERA_OK) {
@@ -206,6 +210,8 @@ PluginExecutor::~PluginExecutor() {
       shared->library->descriptor().tessera_plugin_on_shutdown(shared->instance);
     });
     if (!done.ok()) spdlog::error("{}", done.message());
+  } else if (worker_->hung()) {
+    library_->Abandon();  // an isolated plugin's process is killed, so its stuck call returns.
   }
   worker_.reset();
 }

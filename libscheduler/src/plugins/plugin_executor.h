@@ -69,6 +69,7 @@ class PluginExecutor final : public Executor {
 
   bool healthy() const { return !unhealthy_.load(); }
   const PluginInfo& info() const { return library_->info(); }
+  const std::shared_ptr<PluginLibrary>& library() const { return library_; }
 
  private:
   struct Shared;  // what plugin threads and callbacks may touch after we are gone.

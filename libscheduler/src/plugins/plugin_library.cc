@@ -5,6 +5,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "plugins/remote/forwarding_descriptor.h"
+#include "plugins/remote/plugin_host_process.h"
+
 namespace tessera {
 namespace {
 
@@ -97,7 +100,59 @@ StatusOr<std::shared_ptr<PluginLibrary>> PluginLibrary::Load(const std::string& 
   return lib;
 }
 
+StatusOr<std::shared_ptr<PluginLibrary>> PluginLibrary::LoadIsolated(
+    const std::string& plugin, const std::vector<std::string>& dirs,
+    const std::string& host_executable, std::chrono::milliseconds deadline) {
+  TESSERA_ASSIGN_OR_RETURN(const std::string path, Resolve(plugin, dirs));
+  std::string executable = host_executable;
+  if (executable.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(executable, DefaultPluginHostExecutable());
+  }
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
+  plugin_wire::DescriptorInfo remote;
+  TESSERA_ASSIGN_OR_RETURN(lib->process_,
+                           PluginHostProcess::Start(executable, path, deadline, &remote));
+  PluginInfo& info = lib->info_;
+  info.path = path;
+  info.name = remote.name;
+  info.version = remote.version;
+  info.abi_major = remote.abi_major;
+  info.abi_minor = remote.abi_minor;
+  info.executor = remote.kinds & TESSERA_PLUGIN_KIND_EXECUTOR;
+  info.partitioner = remote.kinds & TESSERA_PLUGIN_KIND_PARTITIONER;
+  info.capacity_provider = remote.kinds & TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER;
+  // The descriptor's strings point into info_, which lives as long as the library.
+  remote.name = info.name;
+  remote.version = info.version;
+  lib->descriptor_ = ForwardingDescriptor(remote);
+  lib->descriptor_.name = info.name.c_str();
+  lib->descriptor_.version = info.version.c_str();
+  TESSERA_RETURN_IF_ERROR(CheckDescriptor(&lib->descriptor_, "plugin '" + path + "'"));
+  return lib;
+}
+
 PluginLibrary::~PluginLibrary() = default;
+
+tessera_status PluginLibrary::Init(const tessera_host_api* host, tessera_bytes config,
+                                   tessera_plugin_instance** out, tessera_sink* error) const {
+  if (!process_) return descriptor_.tessera_plugin_on_init(host, config, out, error);
+  const std::string bytes =
+      config.size == 0 ? "" : std::string(reinterpret_cast<const char*>(config.data), config.size);
+  const PluginHostProcess::Reply reply = process_->Init(host, bytes);
+  if (!reply.error.empty()) {
+    error->write(error, reinterpret_cast<const uint8_t*>(reply.error.data()), reply.error.size());
+  }
+  if (reply.status == TESSERA_OK) *out = ForwardingInstance(process_.get());
+  return reply.status;
+}
+
+void PluginLibrary::Abandon() {
+  if (process_) process_->Abandon();
+}
+
+void PluginLibrary::SetOnLost(std::function<void(const std::string& why)> on_lost) {
+  if (process_) process_->SetOnLost(std::move(on_lost));
+}
 
 StatusOr<PluginInfo> InspectPlugin(const std::string& plugin,
                                    const std::vector<std::string>& dirs) {

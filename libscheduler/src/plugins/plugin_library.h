@@ -9,8 +9,14 @@
 //
 // The library stays loaded as long as any shared_ptr to it lives: everything that can run plugin
 // code (instances, worker threads, callbacks) holds one, so code is never unloaded under a call.
+//
+// An isolated plugin (LoadIsolated) is loaded in a tessera-plugin-host process instead; its
+// descriptor forwards every call there (plugins/remote/), so callers treat both alike, except
+// that an instance is made with Init rather than descriptor().on_init.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +31,8 @@ class shared_library;
 
 namespace tessera {
 
+class PluginHostProcess;
+
 class PluginLibrary {
  public:
   // Finds `plugin` (a path, or a name searched in `dirs` as libtessera_plugin_<name>.so),
@@ -35,7 +43,27 @@ class PluginLibrary {
   static Status CheckDescriptor(const tessera_plugin_descriptor* descriptor,
                                 const std::string& where);
 
+  // Finds `plugin` as Load does, starts `host_executable` (empty: DefaultPluginHostExecutable)
+  // on it and checks the descriptor it reports, waiting at most `deadline` for it.
+  // Errors: those of Load, NOT_FOUND (no host executable), UNAVAILABLE (it did not start).
+  static StatusOr<std::shared_ptr<PluginLibrary>> LoadIsolated(const std::string& plugin,
+                                                               const std::vector<std::string>& dirs,
+                                                               const std::string& host_executable,
+                                                               std::chrono::milliseconds deadline);
+
   ~PluginLibrary();
+
+  // Makes an instance: the descriptor's on_init, run in the host process for an isolated plugin.
+  tessera_status Init(const tessera_host_api* host, tessera_bytes config,
+                      tessera_plugin_instance** out, tessera_sink* error) const;
+  // The host gives up on the plugin. An isolated plugin's process is killed: calls in flight
+  // return UNAVAILABLE and no callback reaches the host API after this returns. In-process code
+  // cannot be stopped, so for an in-process plugin nothing happens.
+  void Abandon();
+  // `on_lost(why)` runs once, from any thread, if an isolated plugin's process ends or breaks
+  // the protocol. Never called for an in-process plugin.
+  void SetOnLost(std::function<void(const std::string& why)> on_lost);
+  bool isolated() const { return process_ != nullptr; }
 
   // The plugin's descriptor, truncated to its struct_size (missing functions are NULL).
   const tessera_plugin_descriptor& descriptor() const { return descriptor_; }
@@ -45,6 +73,7 @@ class PluginLibrary {
   PluginLibrary() = default;
 
   std::unique_ptr<boost::dll::shared_library> library_;
+  std::unique_ptr<PluginHostProcess> process_;  // isolated plugins only.
   tessera_plugin_descriptor descriptor_{};
   PluginInfo info_;
 };
