@@ -4,6 +4,8 @@
 //   launch_delay_ms=MS   on_launch sleeps this long (a slow or hung plugin)
 //   launch_error=1       on_launch fails with UNAVAILABLE
 //   reject=1             on_init refuses the config
+//   xid_gpu=G            the first on_telemetry reports XID 79 (fallen off the bus) on GPU G of
+//                        node test-0
 //   crash_on_job=J       on_launch of job J's first attempt calls abort() (a crashing plugin;
 //                        run it isolated). Later attempts, and other jobs, run normally.
 // Tasks start at once; a task with simulation.duration_ms ends that long later on the host's
@@ -42,6 +44,8 @@ class TestBackend : public tessera::plugin::Plugin {
         launch_error_ = value != 0;
       else if (key == "crash_on_job")
         crash_on_job_ = static_cast<uint64_t>(value);
+      else if (key == "xid_gpu")
+        xid_gpu_ = static_cast<int>(value);
       else if (key == "reject")
         return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "reject: set");
       else
@@ -117,6 +121,18 @@ class TestBackend : public tessera::plugin::Plugin {
     return PluginStatus::Ok();
   }
 
+  PluginStatus Telemetry(v1::TelemetryBatch* out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (xid_gpu_ < 0 || xid_reported_) return PluginStatus::Ok();
+    xid_reported_ = true;
+    v1::GpuTelemetry* reading = out->add_readings();
+    reading->set_node("test-0");
+    reading->set_gpu(xid_gpu_);
+    reading->set_temperature_c(70);
+    reading->add_xid_errors(79);
+    return PluginStatus::Ok();
+  }
+
   PluginStatus Reconcile(v1::LiveTasks* out) override {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, task] : tasks_) *out->add_tasks() = task.ref;
@@ -142,6 +158,8 @@ class TestBackend : public tessera::plugin::Plugin {
   int nodes_ = 1;
   long launch_delay_ms_ = 0;
   bool launch_error_ = false;
+  int xid_gpu_ = -1;
+  bool xid_reported_ = false;
   uint64_t crash_on_job_ = 0;
   std::mutex mu_;
   std::map<Key, Task> tasks_;

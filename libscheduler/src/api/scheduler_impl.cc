@@ -98,6 +98,11 @@ PluginExecutor::Wiring SchedulerImpl::PluginWiring(std::shared_ptr<PluginLibrary
   wiring.events = engine_.get();
   wiring.timers = &engine_->timers();
   wiring.clock = clock_.get();
+  wiring.telemetry = [this](const v1::GpuTelemetry& reading) {
+    // A reading for a node or GPU the engine does not know is the plugin's mistake, not ours.
+    Status status = engine_->OnTelemetry(reading);
+    if (!status.ok()) spdlog::warn("telemetry from plugin dropped: {}", status.message());
+  };
   wiring.on_unhealthy = [this, library](const std::string& why) {
     engine_->LoseExecutor(why);
     if (library->isolated()) {

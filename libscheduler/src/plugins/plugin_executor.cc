@@ -146,7 +146,10 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   host.tessera_host_now_us = [](void* context) {
     return static_cast<Shared*>(context)->wiring.clock->NowUs();
   };
-  shared_->poll_hook = [this] { PostPoll(); };
+  shared_->poll_hook = [this] {
+    PostPoll();
+    PostTelemetry();
+  };
   std::weak_ptr<Shared> weak = shared_;
   worker_ = std::make_unique<PluginWorker>(library_->info().name, options_.call_deadline,
                                            [weak](const std::string& why) {
@@ -384,8 +387,40 @@ void PluginExecutor::PollerLoop() {
   while (!stopping_) {
     poller_wake_.wait_for(lock, options_.poll_interval);
     if (stopping_) return;
-    if (shared_->wiring.clock->IsRealTime() && worker_->InFlight() == 0) PostPoll();
+    if (shared_->wiring.clock->IsRealTime() && worker_->InFlight() == 0) {
+      PostPoll();
+      PostTelemetry();
+    }
   }
+}
+
+void PluginExecutor::PostTelemetry() {
+  if (unhealthy_ || library_->descriptor().tessera_plugin_on_telemetry == nullptr ||
+      !shared_->wiring.telemetry) {
+    return;
+  }
+  std::shared_ptr<Shared> shared = shared_;
+  worker_->Post("on_telemetry", [shared] {
+    StringSink out, error;
+    const PluginInfo& info = shared->library->info();
+    const tessera_status code = shared->library->descriptor().tessera_plugin_on_telemetry(
+        shared->instance, &out.sink, &error.sink);
+    if (code != TESSERA_OK) {
+      shared->MarkUnhealthy(CallError(info, "on_telemetry", code, error.bytes));
+      return;
+    }
+    auto batch = std::make_shared<v1::TelemetryBatch>();
+    if (!batch->ParseFromString(out.bytes)) {
+      shared->MarkUnhealthy("plugin '" + info.name +
+                            "': on_telemetry wrote bytes that are not tessera.v1.TelemetryBatch");
+      return;
+    }
+    if (batch->readings_size() == 0) return;
+    auto deliver = shared->wiring.telemetry;
+    shared->Post([batch, deliver] {
+      for (const v1::GpuTelemetry& reading : batch->readings()) deliver(reading);
+    });
+  });
 }
 
 }  // namespace tessera

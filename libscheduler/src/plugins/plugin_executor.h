@@ -6,6 +6,9 @@
 // (emit_event from any thread, or the answer to on_poll_events) is parsed off the strand and
 // handed to the engine on the strand through Wiring::post.
 //
+// Telemetry: on_telemetry is asked every poll_interval on the real clock (and with every poll on
+// a virtual one); its readings go to the engine's GPU health policy.
+//
 // Polling: after every launch and stop, every poll_interval on the real clock, and, for a
 // plugin on a virtual clock, at the time its last poll said it next has something to report
 // (BackendEvents.next_event_us, through the engine's timers).
@@ -46,6 +49,8 @@ class PluginExecutor final : public Executor {
     TimerQueue* timers = nullptr;                     // strand only.
     const Clock* clock = nullptr;
     std::function<void(const std::string& why)> on_unhealthy;  // strand only.
+    // GPU readings the plugin reports (on_telemetry); runs on the strand.
+    std::function<void(const v1::GpuTelemetry& reading)> telemetry;
   };
 
   // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.
@@ -83,6 +88,8 @@ class PluginExecutor final : public Executor {
                                                  tessera_sink*),
                    std::string request, std::function<void()> on_failure = nullptr);
   void PostPoll();
+  // Asks the plugin for GPU readings (on_telemetry, when it has one).
+  void PostTelemetry();
   void PollerLoop();
 
   std::shared_ptr<PluginLibrary> library_;
