@@ -87,6 +87,8 @@ bool Engine::TryPreempt(JobRecord& job) {
   // Victims are built once per plan, on first sight, and shared by every node they touch: a
   // whole job, or each elastic task above its job's minimum (a shrink loses nothing).
   std::unordered_map<uint64_t, std::vector<Victim>> victims;
+  // The planner looks at a bounded number of nodes; room for their jobs avoids rehashing.
+  victims.reserve(preemption_planner_.CandidateBudget(cluster_.size()) * 8);
   TimestampUs retry_at = 0;  // when a guard that refused a victim will allow it.
   auto victims_of = [&](uint64_t id) -> const std::vector<Victim>& {
     auto [it, inserted] = victims.try_emplace(id);
@@ -121,6 +123,7 @@ bool Engine::TryPreempt(JobRecord& job) {
     }
     Victim victim;
     victim.job = id;
+    victim.tasks.reserve(v.tasks.size());
     for (const PlacedTask& t : v.tasks) {
       if (!t.exited) victim.tasks.push_back({t.index, t.allocation});
     }

@@ -61,7 +61,7 @@ std::optional<PreemptionPlan> PreemptionPlanner::Plan(
     const std::function<bool(const NodeState&)>& usable) {
   const size_t n = cluster.size();
   if (n == 0) return std::nullopt;
-  const size_t budget = std::max(kMinCandidateNodes, n * kCandidateNodePercent / 100);
+  const size_t budget = CandidateBudget(n);
   // On one node we want all the tasks the job may place there: its minimum.
   const int wanted = min_tasks;
 

@@ -31,6 +31,12 @@ class PreemptionPlanner {
  public:
   static constexpr size_t kMinCandidateNodes = 100;
   static constexpr size_t kCandidateNodePercent = 10;
+  // How many nodes one plan looks at in a cluster of `nodes`.
+  static size_t CandidateBudget(size_t nodes) {
+    return nodes * kCandidateNodePercent / 100 > kMinCandidateNodes
+               ? nodes * kCandidateNodePercent / 100
+               : kMinCandidateNodes;
+  }
 
   // `victims_on(node)` lists eligible victims holding resources on `node`; `usable(node)`
   // says whether the job may be placed there at all.
