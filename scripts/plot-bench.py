@@ -206,8 +206,24 @@ def plot_churn(ax_rate, ax_delay, rows):
                  "ms", "churn: delay added by the scheduler (ack to RUNNING)")
 
 
+def plot_preempt(ax_latency, ax_cost, rows):
+    rows = sorted(rows, key=lambda r: (r["running"], r["rate"]))
+    labels = [f'{r["running"]:,} running\n{r["rate"]:,.0f} arrivals/s' for r in rows]
+    grouped_bars(ax_latency, labels,
+                 [("p50", [r["ms_per_preemption_p50"] for r in rows], None),
+                  ("p99", [r["ms_per_preemption_p99"] for r in rows],
+                   [spread(r, "ms_per_preemption_p99") for r in rows])],
+                 "ms (wall)", "preempt: planning time per preemption", rotation=0)
+    ax_latency.axhline(2.0, color="black", linestyle="--", linewidth=1)
+    ax_latency.annotate("target p99 2 ms", (0, 2.0), fontsize=8, xytext=(0, 3),
+                        textcoords="offset points")
+    bars(ax_cost, labels, [r["lost_gpu_s_per_preemption"] for r in rows],
+         ylabel="GPU-seconds", title="preempt: work lost per preemption (since last checkpoint)")
+
+
 PLOTTERS["timeline"] = plot_timeline
 PLOTTERS["churn"] = plot_churn
+PLOTTERS["preempt"] = plot_preempt
 
 
 OPENB_COLORS = {"bestfit": "tab:orange", "fgd": "tab:blue", "fragmentation-aware": "tab:green",
