@@ -20,6 +20,7 @@ struct PluginWorker::State {
   std::optional<std::pair<std::string, std::chrono::steady_clock::time_point>> running;
   uint64_t calls_started = 0;
   bool hung = false;
+  bool reporting_hang = false;  // on_hung is running: its follow-ups are not posted yet.
   bool stopping = false;
 };
 
@@ -91,12 +92,15 @@ void PluginWorker::Watch(std::shared_ptr<State> s) {
                         [&] { return s->stopping || !s->running || s->calls_started != call; });
     if (s->running && s->calls_started == call && std::chrono::steady_clock::now() >= due) {
       s->hung = true;
+      s->reporting_hang = true;
       const std::string why = "plugin '" + s->plugin + "': " + s->running->first +
                               " did not return within " + std::to_string(s->deadline.count()) +
                               " ms; the call is abandoned";
       lock.unlock();
       s->wake.notify_all();
       if (s->on_hung) s->on_hung(why);
+      lock.lock();
+      s->reporting_hang = false;
       return;
     }
   }
@@ -134,7 +138,9 @@ Status PluginWorker::RunAndWait(std::string what, Call call) {
 
 size_t PluginWorker::InFlight() const {
   std::lock_guard<std::mutex> lock(state_->mu);
-  if (state_->hung) return 0;
+  // A hung call no longer counts, but reporting the hang does: whoever waits for quiet must
+  // see what on_hung sets off.
+  if (state_->hung) return state_->reporting_hang ? 1 : 0;
   return state_->queue.size() + (state_->running ? 1 : 0);
 }
 

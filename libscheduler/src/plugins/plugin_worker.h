@@ -36,7 +36,8 @@ class PluginWorker {
   // Errors: UNAVAILABLE when it did not finish in time or the worker is hung.
   Status RunAndWait(std::string what, Call call);
 
-  // Calls queued or running, not counting one that hung.
+  // Calls queued or running, not counting one that hung (but counting the report of the hang
+  // while on_hung runs).
   size_t InFlight() const;
   bool hung() const;
 
