@@ -1,0 +1,399 @@
+#include "config/daemon_config.h"
+
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "api/validation.h"
+#include "config/yaml_proto.h"
+#include "engine/simulated_executor.h"
+
+namespace tessera {
+namespace {
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+Status Invalid(const std::string& field, const std::string& message) {
+  return InvalidArgumentError(field + ": " + message);
+}
+
+Status AtLeast(int64_t value, int64_t min, const std::string& field) {
+  if (value >= min) return Status::Ok();
+  return Invalid(field, "must be " + (min == 1 ? "> 0" : ">= " + Num(min)) + ", got " + Num(value));
+}
+
+bool IsHex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+Status ValidateStore(const v1::StoreConfig& s) {
+  if (s.path().empty()) return Invalid("store.path", "must not be empty");
+  TESSERA_RETURN_IF_ERROR(AtLeast(s.max_batch(), 1, "store.max_batch"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(s.max_size_mib(), 0, "store.max_size_mib"));
+  return AtLeast(s.busy_timeout_ms(), 0, "store.busy_timeout_ms");
+}
+
+Status ValidateEngine(const v1::EngineConfig& e) {
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.decision_slice_us(), 1, "engine.decision_slice_us"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.max_attempts(), 1, "engine.max_attempts"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.store_retry_ms(), 1, "engine.store_retry_ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.max_reservations(), 0, "engine.max_reservations"));
+  return AtLeast(e.default_runtime_estimate_s(), 1, "engine.default_runtime_estimate_s");
+}
+
+Status ValidatePlacement(const v1::PlacementConfig& p) {
+  for (int i = 0; i < p.expected_tasks_size(); ++i) {
+    const v1::ExpectedTaskConfig& t = p.expected_tasks(i);
+    const std::string field = "placement.expected_tasks[" + Num(i) + "].";
+    TESSERA_RETURN_IF_ERROR(AtLeast(t.cpu_milli(), 0, field + "cpu_milli"));
+    TESSERA_RETURN_IF_ERROR(AtLeast(t.memory_mib(), 0, field + "memory_mib"));
+    TESSERA_RETURN_IF_ERROR(AtLeast(t.gpu_count(), 0, field + "gpu_count"));
+    if (t.gpu_milli() < 1 || t.gpu_milli() > 1000) {
+      return Invalid(field + "gpu_milli", "must be in 1..1000, got " + Num(t.gpu_milli()));
+    }
+    if (!(t.count() > 0)) return Invalid(field + "count", "must be > 0");
+  }
+  if (!(p.expected_coverage() > 0 && p.expected_coverage() <= 1)) {
+    return Invalid("placement.expected_coverage", "must be in (0, 1]");
+  }
+  return Status::Ok();
+}
+
+Status ValidatePreemption(const v1::PreemptionConfig& p) {
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.min_runtime_s(), 0, "preemption.min_runtime_s"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.cooldown_s(), 0, "preemption.cooldown_s"));
+  return AtLeast(p.max_per_minute(), 0, "preemption.max_per_minute");
+}
+
+Status ValidateGpuHealth(const v1::GpuHealthConfig& g) {
+  if (g.resume_temperature_c() > g.max_temperature_c()) {
+    return Invalid(
+        "gpu_health.resume_temperature_c",
+        "must be <= gpu_health.max_temperature_c (" + std::to_string(g.max_temperature_c()) + ")");
+  }
+  return Status::Ok();
+}
+
+Status ValidateExecutor(const v1::DaemonConfig& c) {
+  if (c.has_simulated_cluster() && !c.simulated_cluster_file().empty()) {
+    return Invalid("simulated_cluster_file", "set together with simulated_cluster; keep one");
+  }
+  if (c.has_executor_plugin()) {
+    const v1::ExecutorPluginConfig& p = c.executor_plugin();
+    if (p.plugin().empty()) return Invalid("executor_plugin.plugin", "must not be empty");
+    TESSERA_RETURN_IF_ERROR(AtLeast(p.call_deadline_ms(), 1, "executor_plugin.call_deadline_ms"));
+    TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval_ms(), 1, "executor_plugin.poll_interval_ms"));
+    TESSERA_RETURN_IF_ERROR(
+        AtLeast(p.max_restarts_per_minute(), 0, "executor_plugin.max_restarts_per_minute"));
+    // A plugin reports its own nodes; a simulated cluster set beside it would be ignored.
+    if (c.has_simulated_cluster() || !c.simulated_cluster_file().empty()) {
+      return Invalid(c.has_simulated_cluster() ? "simulated_cluster" : "simulated_cluster_file",
+                     "not used when executor_plugin is set; remove one");
+    }
+  }
+  for (int i = 0; i < c.plugin_dirs_size(); ++i) {
+    if (c.plugin_dirs(i).empty()) {
+      return Invalid("plugin_dirs[" + Num(i) + "]", "must not be empty");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateServer(const v1::ServerConfig& s) {
+  TESSERA_RETURN_IF_ERROR(ParseListenAddress(s.listen()).status());
+  if (s.tls_cert_file().empty() != s.tls_key_file().empty()) {
+    return Invalid(s.tls_cert_file().empty() ? "server.tls_cert_file" : "server.tls_key_file",
+                   "must be set together with server.tls_" +
+                       std::string(s.tls_cert_file().empty() ? "key_file" : "cert_file"));
+  }
+  TESSERA_RETURN_IF_ERROR(AtLeast(s.max_request_bytes(), 1, "server.max_request_bytes"));
+  return AtLeast(s.request_timeout_ms(), 1, "server.request_timeout_ms");
+}
+
+Status ValidateAuth(const v1::AuthConfig& a, const v1::ServerConfig& server) {
+  std::set<std::string> hashes;
+  for (int i = 0; i < a.tokens_size(); ++i) {
+    const v1::TokenConfig& t = a.tokens(i);
+    const std::string field = "auth.tokens[" + Num(i) + "].";
+    if (!IsHex64(t.sha256())) return Invalid(field + "sha256", "must be 64 hex digits");
+    std::string lower = t.sha256();
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!hashes.insert(lower).second) return Invalid(field + "sha256", "duplicate token hash");
+    if (t.admin() == !t.queue_prefix().empty()) {
+      return Invalid(field + "queue_prefix", "set exactly one of queue_prefix and admin");
+    }
+    if (!t.admin()) {
+      TESSERA_RETURN_IF_ERROR(ValidateQueueName(t.queue_prefix(), field + "queue_prefix"));
+    }
+  }
+  if (a.tokens_size() == 0) {
+    StatusOr<ListenAddress> listen = ParseListenAddress(server.listen());
+    if (listen.ok() && !IsLoopbackHost(listen->host)) {
+      return Invalid("auth.tokens",
+                     "required when server.listen (" + server.listen() + ") is not loopback");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ListenAddress> ParseListenAddress(const std::string& text) {
+  const Status bad = Invalid("server.listen", "'" + text + "' is not host:port");
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return bad;
+  ListenAddress address;
+  address.host = text.substr(0, colon);
+  if (address.host.front() == '[') {
+    if (address.host.size() < 3 || address.host.back() != ']') return bad;
+    address.host = address.host.substr(1, address.host.size() - 2);
+  } else if (address.host.find(':') != std::string::npos) {
+    return bad;  // IPv6 needs brackets, or the port is ambiguous.
+  }
+  const std::string port = text.substr(colon + 1);
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+    return Invalid("server.listen", "'" + text + "': port must be 0..65535");
+  }
+  address.port = static_cast<uint16_t>(value);
+  return address;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  if (host.rfind("127.", 0) != 0) return false;
+  for (char c : host) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return false;
+  }
+  return true;
+}
+
+void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
+  const Options defaults;
+
+  v1::StoreConfig* store = c->mutable_store();
+  if (!store->has_path()) store->set_path(std::string(kDefaultDaemonStorePath));
+  if (!store->has_durable()) store->set_durable(defaults.store.durable);
+  if (!store->has_max_batch()) store->set_max_batch(static_cast<int32_t>(defaults.store.max_batch));
+  if (!store->has_busy_timeout_ms())
+    store->set_busy_timeout_ms(static_cast<int64_t>(defaults.store.busy_timeout.count()));
+
+  v1::EngineConfig* engine = c->mutable_engine();
+  if (!engine->has_decision_slice_us())
+    engine->set_decision_slice_us(static_cast<int64_t>(defaults.engine.decision_slice.count()));
+  if (!engine->has_max_attempts())
+    engine->set_max_attempts(static_cast<int32_t>(defaults.engine.max_attempts));
+  if (!engine->has_store_retry_ms())
+    engine->set_store_retry_ms(static_cast<int64_t>(defaults.engine.store_retry.count()));
+  if (!engine->has_max_reservations())
+    engine->set_max_reservations(static_cast<int32_t>(defaults.engine.max_reservations));
+  if (!engine->has_default_runtime_estimate_s())
+    engine->set_default_runtime_estimate_s(
+        static_cast<int64_t>(defaults.engine.default_runtime_estimate.count()));
+
+  v1::FairShareConfig* fair = c->mutable_fair_share();
+  if (!fair->has_usage_refresh_ms())
+    fair->set_usage_refresh_ms(static_cast<int64_t>(defaults.fair_share.usage_refresh.count()));
+
+  v1::PlacementConfig* placement = c->mutable_placement();
+  if (placement->strategy() == v1::PLACEMENT_STRATEGY_UNSPECIFIED) {
+    placement->set_strategy(v1::BINPACK);
+  }
+  for (v1::ExpectedTaskConfig& t : *placement->mutable_expected_tasks()) {
+    if (!t.has_gpu_milli()) t.set_gpu_milli(int32_t{1000});
+    if (!t.has_count()) t.set_count(1.0);
+  }
+  if (!placement->has_expected_coverage())
+    placement->set_expected_coverage(defaults.placement.expected_coverage);
+
+  v1::PreemptionConfig* preemption = c->mutable_preemption();
+  if (!preemption->has_enabled()) preemption->set_enabled(defaults.preemption.enabled);
+  if (!preemption->has_reclaim()) preemption->set_reclaim(defaults.preemption.reclaim);
+  if (!preemption->has_min_runtime_s())
+    preemption->set_min_runtime_s(static_cast<int64_t>(defaults.preemption.min_runtime.count()));
+  if (!preemption->has_cooldown_s())
+    preemption->set_cooldown_s(static_cast<int64_t>(defaults.preemption.cooldown.count()));
+  if (!preemption->has_max_per_minute())
+    preemption->set_max_per_minute(static_cast<int32_t>(defaults.preemption.max_per_minute));
+
+  v1::GpuHealthConfig* health = c->mutable_gpu_health();
+  if (!health->has_max_temperature_c())
+    health->set_max_temperature_c(defaults.gpu_health.max_temperature_c);
+  if (!health->has_resume_temperature_c())
+    health->set_resume_temperature_c(defaults.gpu_health.resume_temperature_c);
+  if (health->fatal_xids_size() == 0) {
+    for (int xid : defaults.gpu_health.fatal_xids) health->add_fatal_xids(xid);
+  }
+  if (!health->has_requeue_on_failure())
+    health->set_requeue_on_failure(defaults.gpu_health.requeue_on_failure);
+
+  if (c->priority_classes_size() == 0) {
+    for (const PriorityClass& p : defaults.priority_classes) {
+      v1::PriorityClassConfig* added = c->add_priority_classes();
+      added->set_name(p.name);
+      added->set_value(p.value);
+      added->set_preemptible(p.preemptible);
+    }
+  }
+  for (v1::PriorityClassConfig& p : *c->mutable_priority_classes()) {
+    if (!p.has_preemptible()) p.set_preemptible(true);
+  }
+  if (!c->has_default_priority_class())
+    c->set_default_priority_class(defaults.default_priority_class);
+  if (!c->has_default_queue()) c->set_default_queue(defaults.default_queue);
+
+  if (!c->has_simulated_cluster() && c->simulated_cluster_file().empty() &&
+      !c->has_executor_plugin()) {
+    *c->mutable_simulated_cluster() = DefaultSimulatedCluster();
+  }
+  if (c->has_executor_plugin()) {
+    const PluginOptions plugin;
+    v1::ExecutorPluginConfig* p = c->mutable_executor_plugin();
+    if (!p->has_call_deadline_ms())
+      p->set_call_deadline_ms(static_cast<int64_t>(plugin.call_deadline.count()));
+    if (!p->has_poll_interval_ms())
+      p->set_poll_interval_ms(static_cast<int64_t>(plugin.poll_interval.count()));
+    if (!p->has_max_restarts_per_minute())
+      p->set_max_restarts_per_minute(static_cast<int32_t>(plugin.max_restarts_per_minute));
+  }
+
+  v1::ServerConfig* server = c->mutable_server();
+  if (!server->has_listen()) server->set_listen(std::string(kDefaultListenAddress));
+  if (!server->has_max_request_bytes()) server->set_max_request_bytes(kDefaultMaxRequestBytes);
+  if (!server->has_request_timeout_ms()) server->set_request_timeout_ms(kDefaultRequestTimeoutMs);
+  c->mutable_auth();
+}
+
+namespace {
+
+PlacementOptions::Strategy ToStrategy(v1::PlacementStrategy s) {
+  switch (s) {
+    case v1::SPREAD:
+      return PlacementOptions::Strategy::kSpread;
+    case v1::BEST_FIT:
+      return PlacementOptions::Strategy::kBestFit;
+    case v1::FGD:
+      return PlacementOptions::Strategy::kFgd;
+    case v1::FRAGMENTATION_AWARE:
+      return PlacementOptions::Strategy::kFragmentationAware;
+    default:
+      return PlacementOptions::Strategy::kBinpack;
+  }
+}
+
+// `c` is complete (ApplyDaemonConfigDefaults).
+Options MapOptions(const v1::DaemonConfig& c) {
+  Options o;
+
+  o.store.path = c.store().path();
+  o.store.durable = c.store().durable();
+  o.store.max_batch = c.store().max_batch();
+  o.store.max_size_mib = c.store().max_size_mib();
+  o.store.busy_timeout = std::chrono::milliseconds(c.store().busy_timeout_ms());
+
+  o.engine.decision_slice = std::chrono::microseconds(c.engine().decision_slice_us());
+  o.engine.start_paused = c.engine().start_paused();
+  o.engine.max_attempts = c.engine().max_attempts();
+  o.engine.store_retry = std::chrono::milliseconds(c.engine().store_retry_ms());
+  o.engine.max_reservations = c.engine().max_reservations();
+  o.engine.default_runtime_estimate = std::chrono::seconds(c.engine().default_runtime_estimate_s());
+
+  o.fair_share.usage_half_life = std::chrono::seconds(c.fair_share().usage_half_life_s());
+  o.fair_share.usage_refresh = std::chrono::milliseconds(c.fair_share().usage_refresh_ms());
+
+  o.placement.strategy = ToStrategy(c.placement().strategy());
+  for (const v1::ExpectedTaskConfig& t : c.placement().expected_tasks()) {
+    ExpectedTask task;
+    task.cpu_milli = t.cpu_milli();
+    task.memory_mib = t.memory_mib();
+    task.gpu_count = t.gpu_count();
+    task.gpu_milli = t.gpu_milli();
+    task.gpu_models.assign(t.gpu_models().begin(), t.gpu_models().end());
+    task.count = t.count();
+    o.placement.expected_tasks.push_back(std::move(task));
+  }
+  o.placement.expected_coverage = c.placement().expected_coverage();
+
+  o.preemption.enabled = c.preemption().enabled();
+  o.preemption.reclaim = c.preemption().reclaim();
+  o.preemption.min_runtime = std::chrono::seconds(c.preemption().min_runtime_s());
+  o.preemption.cooldown = std::chrono::seconds(c.preemption().cooldown_s());
+  o.preemption.max_per_minute = c.preemption().max_per_minute();
+
+  o.gpu_health.max_temperature_c = c.gpu_health().max_temperature_c();
+  o.gpu_health.resume_temperature_c = c.gpu_health().resume_temperature_c();
+  o.gpu_health.fatal_xids.assign(c.gpu_health().fatal_xids().begin(),
+                                 c.gpu_health().fatal_xids().end());
+  o.gpu_health.requeue_on_failure = c.gpu_health().requeue_on_failure();
+
+  o.priority_classes.clear();
+  for (const v1::PriorityClassConfig& p : c.priority_classes()) {
+    o.priority_classes.push_back({p.name(), p.value(), p.preemptible()});
+  }
+  o.default_priority_class = c.default_priority_class();
+  o.default_queue = c.default_queue();
+
+  if (c.has_simulated_cluster()) o.simulated_cluster = c.simulated_cluster();
+  o.simulated_cluster_file = c.simulated_cluster_file();
+  if (c.has_executor_plugin()) {
+    const v1::ExecutorPluginConfig& p = c.executor_plugin();
+    PluginOptions plugin;
+    plugin.plugin = p.plugin();
+    plugin.config = p.config();
+    plugin.call_deadline = std::chrono::milliseconds(p.call_deadline_ms());
+    plugin.poll_interval = std::chrono::milliseconds(p.poll_interval_ms());
+    plugin.isolate = p.isolate();
+    plugin.host_executable = p.host_executable();
+    plugin.max_restarts_per_minute = p.max_restarts_per_minute();
+    o.executor_plugin = std::move(plugin);
+  }
+  o.plugin_dirs.assign(c.plugin_dirs().begin(), c.plugin_dirs().end());
+  return o;
+}
+
+}  // namespace
+
+Status ValidateDaemonConfig(const v1::DaemonConfig& config) {
+  v1::DaemonConfig c = config;
+  ApplyDaemonConfigDefaults(&c);
+  TESSERA_RETURN_IF_ERROR(ValidateStore(c.store()));
+  TESSERA_RETURN_IF_ERROR(ValidateEngine(c.engine()));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(c.fair_share().usage_half_life_s(), 0, "fair_share.usage_half_life_s"));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(c.fair_share().usage_refresh_ms(), 1, "fair_share.usage_refresh_ms"));
+  TESSERA_RETURN_IF_ERROR(ValidatePlacement(c.placement()));
+  TESSERA_RETURN_IF_ERROR(ValidatePreemption(c.preemption()));
+  TESSERA_RETURN_IF_ERROR(ValidateGpuHealth(c.gpu_health()));
+  TESSERA_RETURN_IF_ERROR(ValidateExecutor(c));
+  TESSERA_RETURN_IF_ERROR(ValidateServer(c.server()));
+  TESSERA_RETURN_IF_ERROR(ValidateAuth(c.auth(), c.server()));
+  if (c.has_simulated_cluster()) {
+    TESSERA_RETURN_IF_ERROR(
+        ExpandSimulatedCluster(c.simulated_cluster()).status().WithContext("simulated_cluster"));
+  }
+  // The library's own checks name priority_classes, default_priority_class and default_queue.
+  return ValidateOptions(MapOptions(c));
+}
+
+StatusOr<v1::DaemonConfig> LoadDaemonConfig(const std::string& path) {
+  v1::DaemonConfig config;
+  if (!path.empty()) TESSERA_RETURN_IF_ERROR(YamlFileToMessage(path, &config));
+  ApplyDaemonConfigDefaults(&config);
+  TESSERA_RETURN_IF_ERROR(ValidateDaemonConfig(config));
+  return config;
+}
+
+StatusOr<Options> ToOptions(const v1::DaemonConfig& config) {
+  v1::DaemonConfig c = config;
+  ApplyDaemonConfigDefaults(&c);
+  TESSERA_RETURN_IF_ERROR(ValidateDaemonConfig(c));
+  return MapOptions(c);
+}
+
+}  // namespace tessera

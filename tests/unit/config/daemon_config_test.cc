@@ -1,0 +1,289 @@
+// Daemon configuration: embedded defaults, the example file, and every refusal naming the file,
+// line and field or the field of a bad value.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/daemon_config.h"
+#include "config/yaml_proto.h"
+#include "tessera/daemon_config.h"
+
+namespace tessera {
+namespace {
+
+// The example is found from this file's own path: the unit tests know no source directory.
+std::string ExamplePath() {
+  return (std::filesystem::path(__FILE__).parent_path() / "../../../examples/tesserad.yaml")
+      .lexically_normal()
+      .string();
+}
+
+// Writes `yaml` to a temporary file and loads it.
+StatusOr<v1::DaemonConfig> LoadYaml(const std::string& yaml) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "tessera-daemon-config-test.yaml";
+  std::ofstream(path) << yaml;
+  StatusOr<v1::DaemonConfig> config = LoadDaemonConfig(path.string());
+  std::filesystem::remove(path);
+  return config;
+}
+
+// The message of validating the config described by `yaml` (parsed from a string).
+std::string Refusal(const std::string& yaml) {
+  v1::DaemonConfig config;
+  Status parsed = YamlStringToMessage(yaml, "test.yaml", &config);
+  if (!parsed.ok()) return "parse: " + parsed.message();
+  Status s = ValidateDaemonConfig(config);
+  if (s.ok()) return "ok";
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(ToOptions(config).status().message() == s.message());
+  return s.message();
+}
+
+TEST_CASE("daemon config: no file means the embedded defaults") {
+  StatusOr<v1::DaemonConfig> config = LoadDaemonConfig("");
+  REQUIRE(config.ok());
+  CHECK(config->store().path() == "./var/tessera.db");
+  CHECK(config->store().max_batch() == 1024);
+  CHECK(config->server().listen() == "127.0.0.1:8080");
+  CHECK(config->server().max_request_bytes() == 1048576);
+  CHECK(config->auth().tokens_size() == 0);
+  CHECK(config->placement().strategy() == v1::BINPACK);
+  CHECK(config->simulated_cluster().SerializeAsString() ==
+        DefaultSimulatedCluster().SerializeAsString());
+  CHECK_FALSE(config->has_executor_plugin());
+
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  const Options library;  // the library's defaults, except where the daemon differs.
+  CHECK(options->store.path == "./var/tessera.db");
+  CHECK(options->store.durable == library.store.durable);
+  CHECK(options->store.max_batch == library.store.max_batch);
+  CHECK(options->store.busy_timeout == library.store.busy_timeout);
+  CHECK(options->engine.decision_slice == library.engine.decision_slice);
+  CHECK(options->engine.max_attempts == library.engine.max_attempts);
+  CHECK(options->engine.store_retry == library.engine.store_retry);
+  CHECK(options->engine.max_reservations == library.engine.max_reservations);
+  CHECK(options->engine.default_runtime_estimate == library.engine.default_runtime_estimate);
+  CHECK(options->fair_share.usage_half_life == library.fair_share.usage_half_life);
+  CHECK(options->fair_share.usage_refresh == library.fair_share.usage_refresh);
+  CHECK(options->placement.strategy == PlacementOptions::Strategy::kBinpack);
+  CHECK(options->placement.expected_coverage == library.placement.expected_coverage);
+  CHECK(options->preemption.enabled == library.preemption.enabled);
+  CHECK(options->preemption.reclaim == library.preemption.reclaim);
+  CHECK(options->preemption.min_runtime == library.preemption.min_runtime);
+  CHECK(options->preemption.cooldown == library.preemption.cooldown);
+  CHECK(options->preemption.max_per_minute == library.preemption.max_per_minute);
+  CHECK(options->gpu_health.max_temperature_c == library.gpu_health.max_temperature_c);
+  CHECK(options->gpu_health.resume_temperature_c == library.gpu_health.resume_temperature_c);
+  CHECK(options->gpu_health.fatal_xids == library.gpu_health.fatal_xids);
+  CHECK(options->gpu_health.requeue_on_failure == library.gpu_health.requeue_on_failure);
+  REQUIRE(options->priority_classes.size() == library.priority_classes.size());
+  for (size_t i = 0; i < library.priority_classes.size(); ++i) {
+    CHECK(options->priority_classes[i].name == library.priority_classes[i].name);
+    CHECK(options->priority_classes[i].value == library.priority_classes[i].value);
+    CHECK(options->priority_classes[i].preemptible == library.priority_classes[i].preemptible);
+  }
+  CHECK(options->default_priority_class == "normal");
+  CHECK(options->default_queue == "default");
+  REQUIRE(options->simulated_cluster.has_value());
+  CHECK(options->simulated_cluster->groups_size() == 2);
+  CHECK_FALSE(options->executor_plugin.has_value());
+}
+
+TEST_CASE("daemon config: an explicit zero is kept, not replaced by the default") {
+  StatusOr<v1::DaemonConfig> config =
+      LoadYaml("engine: {max_reservations: 0}\npreemption: {enabled: false, min_runtime_s: 0}\n");
+  REQUIRE(config.ok());
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  CHECK(options->engine.max_reservations == 0);
+  CHECK_FALSE(options->preemption.enabled);
+  CHECK(options->preemption.min_runtime.count() == 0);
+  CHECK(options->preemption.cooldown.count() == 300);  // untouched fields keep theirs.
+
+  // A class from the file is preemptible unless it says otherwise, whatever its name.
+  StatusOr<v1::DaemonConfig> classes = LoadYaml(
+      "priority_classes: [{name: high, value: 1000}]\n"
+      "default_priority_class: high\n");
+  REQUIRE(classes.ok());
+  CHECK(classes->priority_classes(0).preemptible());
+}
+
+TEST_CASE("daemon config: the example file loads and maps onto every Options field") {
+  StatusOr<v1::DaemonConfig> config = LoadDaemonConfig(ExamplePath());
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  CHECK(config->auth().tokens_size() == 2);
+  CHECK(config->auth().tokens(1).queue_prefix() == "research/vision");
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  CHECK(options->store.path == "./var/tessera.db");
+  CHECK(options->fair_share.usage_half_life == std::chrono::hours(1));
+  CHECK(options->placement.strategy == PlacementOptions::Strategy::kFragmentationAware);
+  REQUIRE(options->placement.expected_tasks.size() == 3);
+  CHECK(options->placement.expected_tasks[0].gpu_milli == 1000);  // the default.
+  CHECK(options->placement.expected_tasks[1].gpu_milli == 500);
+  CHECK(options->placement.expected_tasks[1].count == 30);
+  CHECK(options->placement.expected_tasks[2].gpu_models == std::vector<std::string>{"A100-80GB"});
+  CHECK(options->priority_classes.size() == 3);
+  CHECK_FALSE(options->priority_classes[2].preemptible);
+  CHECK(options->plugin_dirs == std::vector<std::string>{"/usr/local/lib/tessera/plugins"});
+  // The example spells out the default cluster.
+  REQUIRE(options->simulated_cluster.has_value());
+  CHECK(options->simulated_cluster->SerializeAsString() ==
+        DefaultSimulatedCluster().SerializeAsString());
+}
+
+TEST_CASE("daemon config: an executor plugin maps onto PluginOptions") {
+  StatusOr<v1::DaemonConfig> config = LoadYaml(R"(
+executor_plugin:
+  plugin: local
+  config: "devices: all"
+  call_deadline_ms: 250
+  isolate: true
+plugin_dirs: [/opt/plugins]
+)");
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  CHECK_FALSE(config->has_simulated_cluster());  // the plugin reports the nodes.
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  REQUIRE(options->executor_plugin.has_value());
+  CHECK(options->executor_plugin->plugin == "local");
+  CHECK(options->executor_plugin->config == "devices: all");
+  CHECK(options->executor_plugin->call_deadline == std::chrono::milliseconds(250));
+  CHECK(options->executor_plugin->poll_interval == std::chrono::milliseconds(100));
+  CHECK(options->executor_plugin->isolate);
+  CHECK(options->executor_plugin->max_restarts_per_minute == 3);
+  CHECK_FALSE(options->simulated_cluster.has_value());
+}
+
+TEST_CASE("daemon config: unknown keys and wrong types name the file, line and field") {
+  StatusOr<v1::DaemonConfig> unknown = LoadYaml("store:\n  path: a.db\n  max_bacth: 10\n");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.status().code() == StatusCode::kInvalidArgument);
+  const std::string& m = unknown.status().message();
+  CHECK(m.find("tessera-daemon-config-test.yaml:3:3: store.max_bacth: unknown field (known "
+               "fields: path, durable, max_batch,") != std::string::npos);
+
+  StatusOr<v1::DaemonConfig> wrong = LoadYaml("server:\n  max_request_bytes: lots\n");
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.status().message().find(
+            ":2:22: server.max_request_bytes: expected an integer, got 'lots'") !=
+        std::string::npos);
+
+  CHECK(Refusal("placement: {strategy: FASTEST}\n")
+            .rfind("parse: test.yaml:1:23: placement.strategy: unknown value 'FASTEST'", 0) == 0);
+  CHECK(Refusal("auth: {tokens: {admin: true}}\n") ==
+        "parse: test.yaml:1:16: auth.tokens: expected a list");
+  CHECK(LoadDaemonConfig("/nonexistent/tesserad.yaml").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("daemon config: bad values are refused naming the field") {
+  CHECK(Refusal("") == "ok");
+  CHECK(Refusal("store: {path: ''}") == "store.path: must not be empty");
+  CHECK(Refusal("store: {max_batch: 0}") == "store.max_batch: must be > 0, got 0");
+  CHECK(Refusal("store: {max_size_mib: -1}") == "store.max_size_mib: must be >= 0, got -1");
+  CHECK(Refusal("store: {busy_timeout_ms: -5}") == "store.busy_timeout_ms: must be >= 0, got -5");
+  CHECK(Refusal("engine: {decision_slice_us: 0}") ==
+        "engine.decision_slice_us: must be > 0, got 0");
+  CHECK(Refusal("engine: {max_attempts: 0}") == "engine.max_attempts: must be > 0, got 0");
+  CHECK(Refusal("engine: {store_retry_ms: 0}") == "engine.store_retry_ms: must be > 0, got 0");
+  CHECK(Refusal("engine: {max_reservations: -1}") ==
+        "engine.max_reservations: must be >= 0, got -1");
+  CHECK(Refusal("engine: {default_runtime_estimate_s: 0}") ==
+        "engine.default_runtime_estimate_s: must be > 0, got 0");
+  CHECK(Refusal("fair_share: {usage_half_life_s: -1}") ==
+        "fair_share.usage_half_life_s: must be >= 0, got -1");
+  CHECK(Refusal("fair_share: {usage_refresh_ms: 0}") ==
+        "fair_share.usage_refresh_ms: must be > 0, got 0");
+  CHECK(Refusal("placement: {expected_tasks: [{gpu_count: 1, gpu_milli: 1500}]}") ==
+        "placement.expected_tasks[0].gpu_milli: must be in 1..1000, got 1500");
+  CHECK(Refusal("placement: {expected_tasks: [{gpu_count: -1}]}") ==
+        "placement.expected_tasks[0].gpu_count: must be >= 0, got -1");
+  CHECK(Refusal("placement: {expected_tasks: [{gpu_count: 1, count: 0}]}") ==
+        "placement.expected_tasks[0].count: must be > 0");
+  CHECK(Refusal("placement: {expected_coverage: 1.5}") ==
+        "placement.expected_coverage: must be in (0, 1]");
+  CHECK(Refusal("preemption: {min_runtime_s: -1}") ==
+        "preemption.min_runtime_s: must be >= 0, got -1");
+  CHECK(Refusal("preemption: {cooldown_s: -1}") == "preemption.cooldown_s: must be >= 0, got -1");
+  CHECK(Refusal("preemption: {max_per_minute: -1}") ==
+        "preemption.max_per_minute: must be >= 0, got -1");
+  CHECK(Refusal("gpu_health: {max_temperature_c: 70}")
+            .rfind("gpu_health.resume_temperature_c: must be <= gpu_health.max_temperature_c", 0) ==
+        0);
+  CHECK(Refusal("priority_classes: [{name: a}, {name: a}]\ndefault_priority_class: a") ==
+        "priority_classes[1].name: duplicate class 'a'");
+  CHECK(Refusal("priority_classes: [{name: batch}]") ==
+        "default_priority_class: 'normal' is not among priority_classes");
+  CHECK(Refusal("default_queue: '/bad//queue'").rfind("default_queue: ", 0) == 0);
+  CHECK(Refusal("simulated_cluster: {groups: [{name_prefix: a, count: 1}]}\n"
+                "simulated_cluster_file: c.yaml") ==
+        "simulated_cluster_file: set together with simulated_cluster; keep one");
+  CHECK(Refusal("simulated_cluster: {groups: [{name_prefix: a, count: -1}]}")
+            .rfind("simulated_cluster: ", 0) == 0);
+  CHECK(Refusal("executor_plugin: {config: x}") == "executor_plugin.plugin: must not be empty");
+  CHECK(Refusal("executor_plugin: {plugin: sim, call_deadline_ms: 0}") ==
+        "executor_plugin.call_deadline_ms: must be > 0, got 0");
+  CHECK(Refusal("executor_plugin: {plugin: sim, poll_interval_ms: 0}") ==
+        "executor_plugin.poll_interval_ms: must be > 0, got 0");
+  CHECK(Refusal("executor_plugin: {plugin: sim, max_restarts_per_minute: -1}") ==
+        "executor_plugin.max_restarts_per_minute: must be >= 0, got -1");
+  CHECK(Refusal("executor_plugin: {plugin: sim}\nsimulated_cluster: {groups: []}") ==
+        "simulated_cluster: not used when executor_plugin is set; remove one");
+  CHECK(Refusal("plugin_dirs: ['']") == "plugin_dirs[0]: must not be empty");
+}
+
+TEST_CASE("daemon config: server and auth values") {
+  CHECK(Refusal("server: {listen: x}") == "server.listen: 'x' is not host:port");
+  CHECK(Refusal("server: {listen: ':80'}") == "server.listen: ':80' is not host:port");
+  CHECK(Refusal("server: {listen: '::1:80'}") == "server.listen: '::1:80' is not host:port");
+  CHECK(Refusal("server: {listen: 'localhost:http'}") ==
+        "server.listen: 'localhost:http': port must be 0..65535");
+  CHECK(Refusal("server: {listen: 'localhost:70000'}") ==
+        "server.listen: 'localhost:70000': port must be 0..65535");
+  CHECK(Refusal("server: {listen: '[::1]:8080'}") == "ok");
+  CHECK(Refusal("server: {listen: 'localhost:0'}") == "ok");
+  CHECK(Refusal("server: {tls_cert_file: c.pem}") ==
+        "server.tls_key_file: must be set together with server.tls_cert_file");
+  CHECK(Refusal("server: {tls_key_file: k.pem}") ==
+        "server.tls_cert_file: must be set together with server.tls_key_file");
+  CHECK(Refusal("server: {max_request_bytes: 0}") ==
+        "server.max_request_bytes: must be > 0, got 0");
+  CHECK(Refusal("server: {request_timeout_ms: 0}") ==
+        "server.request_timeout_ms: must be > 0, got 0");
+  CHECK(Refusal("server: {listen: '0.0.0.0:8080'}") ==
+        "auth.tokens: required when server.listen (0.0.0.0:8080) is not loopback");
+
+  const std::string hash(64, 'a');
+  CHECK(Refusal("auth: {tokens: [{sha256: abc, admin: true}]}") ==
+        "auth.tokens[0].sha256: must be 64 hex digits");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + std::string(64, 'g') + ", admin: true}]}") ==
+        "auth.tokens[0].sha256: must be 64 hex digits");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + hash +
+                ", admin: true}, {sha256: " + std::string(64, 'A') + ", admin: true}]}") ==
+        "auth.tokens[1].sha256: duplicate token hash");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + hash + "}]}") ==
+        "auth.tokens[0].queue_prefix: set exactly one of queue_prefix and admin");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + hash + ", admin: true, queue_prefix: a}]}") ==
+        "auth.tokens[0].queue_prefix: set exactly one of queue_prefix and admin");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + hash + ", queue_prefix: 'a//b'}]}")
+            .rfind("auth.tokens[0].queue_prefix: ", 0) == 0);
+  CHECK(Refusal("server: {listen: '0.0.0.0:8080'}\nauth: {tokens: [{sha256: " + hash +
+                ", queue_prefix: team}]}") == "ok");
+}
+
+TEST_CASE("daemon config: listen addresses") {
+  StatusOr<ListenAddress> v6 = ParseListenAddress("[::1]:9000");
+  REQUIRE(v6.ok());
+  CHECK(v6->host == "::1");
+  CHECK(v6->port == 9000);
+  CHECK(IsLoopbackHost("127.0.0.2"));
+  CHECK(IsLoopbackHost("localhost"));
+  CHECK_FALSE(IsLoopbackHost("10.0.0.1"));
+  CHECK_FALSE(IsLoopbackHost("127.evil.example.com"));
+}
+
+}  // namespace
+}  // namespace tessera
