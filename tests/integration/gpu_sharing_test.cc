@@ -217,3 +217,55 @@ TEST_CASE("gpu sharing: the documented example cluster loads and serves MIG and 
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+TEST_CASE("gpu sharing: a busy MIG instance of a lower-priority job is drained to re-partition") {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* group = AddGroup(cluster, "h100", 1, 1, "H100-80GB");
+  group->set_sharing(v1::GPU_SHARING_MIG);
+  group->set_mig_managed(true);
+  v1::MigInstance* whole = group->add_mig_instances();
+  whole->set_profile("7g.80gb");
+  whole->set_start(0);
+  auto t = OpenCluster(cluster);
+  Scheduler* s = t.scheduler.get();
+
+  // A low-priority job holds the whole GPU as one 7g instance.
+  const uint64_t low =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("7g.80gb").PriorityClass("low").Build())
+          .id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, low).status().state() == v1::RUNNING);
+  t.clock->AdvanceUs(120'000'000);  // past the minimum runtime before a job may be preempted.
+  t->WaitIdle();
+
+  // A high-priority job wants a 3g instance: no free instance can be re-shaped, so the 7g
+  // task is preempted, and once it has stopped the GPU is re-partitioned for the 3g.
+  const uint64_t high =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").PriorityClass("high").Build())
+          .id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(1'000'000);
+  t->WaitIdle();
+  const v1::Job placed = MustGet(s, high);
+  REQUIRE(placed.status().state() == v1::RUNNING);
+  CHECK(placed.status().placements(0).partition().mig_profile() == "3g.40gb");
+  const v1::Job preempted = MustGet(s, low);
+  CHECK(preempted.status().preemptions() == 1);
+  CHECK(preempted.status().state() == v1::PENDING);  // waits for the GPU again.
+
+  // An equal-priority job never drains another: a 7g needs the whole GPU, held by the 3g.
+  const uint64_t peer =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("7g.80gb").PriorityClass("high").Build())
+          .id();
+  t->WaitIdle();
+  CHECK(MustGet(s, peer).status().state() == v1::PENDING);
+  CHECK(MustGet(s, high).status().preemptions() == 0);
+}
+
+}  // namespace
+}  // namespace tessera

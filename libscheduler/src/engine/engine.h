@@ -215,6 +215,12 @@ class Engine final : public ExecutorEvents {
   // Re-partitions idle instances of managed MIG GPUs so that `job`'s gang minimum finds
   // instances it accepts. Returns true when some layout changed (placement is worth a retry).
   bool RepartitionMigFor(const JobRecord& job, int min_tasks);
+  // When no free instances can be re-shaped: preempts the cheapest lower-priority jobs whose
+  // instances a new layout would replace (at most kMaxMigDrainLostGpuUs of lost work, with the
+  // usual preemption guards). Once they have stopped, re-partitioning finds the room free.
+  // Returns true when victims were told to stop.
+  static constexpr int64_t kMaxMigDrainLostGpuUs = 3600LL * 1'000'000;  // one GPU-hour.
+  bool DrainMigFor(const JobRecord& job, int min_tasks);
 
   // engine_health.cc
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);

@@ -146,6 +146,11 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
       // A job that preempts waits aside, with the freed nodes reserved for it; the next job
       // of its queue may then try, so the queue is not blocked.
       if (TryPreempt(job)) return false;
+      if (managed_mig_gpus_ > 0 && job.shape.fractional_gpu() && DrainMigFor(job, min_tasks)) {
+        job.reason = "waiting for MIG instances being drained";
+        queues_.BlockOnCapacity(leaf);
+        return false;
+      }
       if (options_.engine.max_reservations > 0 && reservation_candidate_ == 0) {
         reservation_candidate_ = job.id;
       }

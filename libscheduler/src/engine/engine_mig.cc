@@ -112,3 +112,115 @@ bool Engine::RepartitionMigFor(const JobRecord& job, int min_tasks) {
 }
 
 }  // namespace tessera
+
+namespace tessera {
+
+bool Engine::DrainMigFor(const JobRecord& job, int min_tasks) {
+  if (!options_.preemption.enabled) return false;
+  if (job.shape.form != GpuForm::kAny && job.shape.form != GpuForm::kMig) return false;
+  const TimestampUs now = clock_.NowUs();
+
+  // The job on each busy instance, and what stopping it would lose.
+  struct Holder {
+    uint64_t job = 0;
+    int64_t cost = -1;  // lost GPU-microseconds, or -1 when it may not be drained.
+  };
+  auto holder_of = [&](const NodeState& node, int gpu, int instance) {
+    Holder h;
+    if (node.id() >= tasks_by_node_.size()) return h;
+    for (const auto& [id, index] : tasks_by_node_[node.id()]) {
+      const JobRecord& v = jobs_.at(id);
+      const PlacedTask* t = nullptr;
+      for (const PlacedTask& p : v.tasks) {
+        if (p.index == index && !p.exited) t = &p;
+      }
+      if (t == nullptr || t->allocation.node != node.id() ||
+          t->allocation.mig_instance != instance || !((t->allocation.gpu_mask >> gpu) & 1u)) {
+        continue;
+      }
+      h.job = id;
+      const bool eligible = v.state == v1::RUNNING && !v.preempting && v.preemptible &&
+                            v.key.priority < job.key.priority &&
+                            preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us);
+      if (eligible) {
+        int64_t milli = 0;
+        for (const PlacedTask& p : v.tasks) {
+          if (!p.exited) milli += int64_t{p.allocation.gpu_count()} * p.allocation.gpu_milli;
+        }
+        h.cost = milli * (now - LastCheckpoint(v, now)) / 1000;
+      }
+      return h;
+    }
+    return h;
+  };
+
+  struct Best {
+    NodeIndexId node = 0;
+    int gpu = 0;
+    MigLayoutPlan plan;
+    std::vector<uint64_t> victims;
+  };
+  std::optional<Best> best;
+  int planned = 0;
+  for (const NodeState& node : cluster_.nodes()) {
+    if (planned >= kMigGpusPlannedPerJob) break;
+    if (!node.Schedulable() || !job.shape.AllowsModel(node.model()) || !node.HostFits(job.shape)) {
+      continue;
+    }
+    for (int g = 0; g < static_cast<int>(node.gpus().size()) && planned < kMigGpusPlannedPerJob;
+         ++g) {
+      const GpuSlot& gpu = node.gpus()[g];
+      if (gpu.sharing != GpuSharing::kMig || !gpu.mig_managed || !gpu.healthy || gpu.users == 0) {
+        continue;
+      }
+      const std::optional<mig::ProfileKind> kind = WantedKind(gpu, job.shape);
+      if (!kind) continue;
+      MigGpuView view;
+      std::vector<uint64_t> holders;
+      bool any_drainable = false;
+      for (int i = 0; i < gpu.mig_count; ++i) {
+        view.instances.push_back(gpu.mig[i]);
+        const bool busy = (gpu.mig_busy >> i) & 1u;
+        view.busy.push_back(busy);
+        Holder h = busy ? holder_of(node, g, i) : Holder{};
+        view.drain_cost.push_back(h.cost);
+        holders.push_back(h.job);
+        any_drainable |= h.cost >= 0;
+      }
+      if (!any_drainable) continue;
+      ++planned;
+      const std::vector<mig::ProfileKind> wanted(static_cast<size_t>(min_tasks), *kind);
+      std::optional<MigLayoutPlan> plan = PlanMigLayout(view, wanted, kMaxMigDrainLostGpuUs);
+      if (!plan || plan->drained.empty()) continue;
+      if (best &&
+          (plan->satisfied < best->plan.satisfied || (plan->satisfied == best->plan.satisfied &&
+                                                      plan->drain_cost >= best->plan.drain_cost))) {
+        continue;
+      }
+      Best candidate{node.id(), g, *plan, {}};
+      for (int i : plan->drained) candidate.victims.push_back(holders[i]);
+      std::sort(candidate.victims.begin(), candidate.victims.end());
+      candidate.victims.erase(std::unique(candidate.victims.begin(), candidate.victims.end()),
+                              candidate.victims.end());
+      best = std::move(candidate);
+    }
+  }
+  if (!best) return false;
+  const int whole = static_cast<int>(best->victims.size());
+  if (!preemption_guard_.WithinRate(now, whole)) return false;
+  preemption_guard_.Record(now, whole);
+  const std::string why = "preempted to re-partition MIG GPU " + std::to_string(best->gpu) +
+                          " of node '" + cluster_.node(best->node).name() + "' for job " +
+                          std::to_string(job.id);
+  lost_gpu_us_ += best->plan.drain_cost;
+  for (uint64_t id : best->victims) {
+    JobRecord& victim = jobs_.at(id);
+    ++preempted_;
+    Preempt(victim, why);
+  }
+  spdlog::info("draining {} job(s) on MIG GPU {} of {} for job {}", whole, best->gpu,
+               cluster_.node(best->node).name(), job.id);
+  return true;
+}
+
+}  // namespace tessera
