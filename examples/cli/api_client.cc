@@ -1,0 +1,166 @@
+#include "api_client.h"
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+namespace tessera::cli {
+namespace {
+
+namespace pb = google::protobuf;
+
+constexpr int kRequestTimeoutMs = 30000;
+
+pb::util::JsonParseOptions LenientParse() {
+  pb::util::JsonParseOptions options;
+  // A newer daemon may add fields; an older tessctl should still read what it knows.
+  options.ignore_unknown_fields = true;
+  return options;
+}
+
+CallResult Malformed(const std::string& what, const pb::util::Status& status) {
+  return {ExitCode::kServerError,
+          "malformed " + what + " from server: " + std::string(status.message())};
+}
+
+CallResult ParseMessage(const std::string& body, const std::string& what, pb::Message* message) {
+  const auto status = pb::util::JsonStringToMessage(body, message, LenientParse());
+  if (!status.ok()) return Malformed(what, status);
+  return {};
+}
+
+// Reads {"<field>": [T...]}: the list responses without a message of their own in tessera.v1.
+template <typename T>
+CallResult ParseList(const std::string& body, const std::string& field, std::vector<T>* out) {
+  pb::Struct root;
+  if (auto status = pb::util::JsonStringToMessage(body, &root); !status.ok()) {
+    return Malformed(field, status);
+  }
+  const auto it = root.fields().find(field);
+  if (it == root.fields().end()) return {};  // proto3 JSON omits empty lists.
+  if (!it->second.has_list_value()) {
+    return {ExitCode::kServerError, "malformed " + field + " from server: not a list"};
+  }
+  for (const pb::Value& item : it->second.list_value().values()) {
+    std::string json;
+    if (auto status = pb::util::MessageToJsonString(item, &json); !status.ok()) {
+      return Malformed(field, status);
+    }
+    T message;
+    if (CallResult result = ParseMessage(json, field, &message); !result.ok()) return result;
+    out->push_back(std::move(message));
+  }
+  return {};
+}
+
+}  // namespace
+
+ApiClient::ApiClient(HttpClient http, std::string server_url)
+    : http_(std::move(http)), server_url_(std::move(server_url)) {}
+
+HttpResponse ApiClient::Call(const std::string& method, const std::string& target,
+                             const std::string& body,
+                             const std::map<std::string, std::string>& headers,
+                             int extra_wait_ms) const {
+  return http_.Send(method, target, body, headers,
+                    std::chrono::milliseconds(kRequestTimeoutMs + extra_wait_ms));
+}
+
+CallResult ApiClient::Check(const HttpResponse& response) const {
+  if (response.status == 0) {
+    return {ExitCode::kUnavailable,
+            "cannot reach " + server_url_ + ": " + response.transport_error};
+  }
+  if (response.status >= 200 && response.status < 300) return {};
+  CallResult result;
+  if (response.status == 404) {
+    result.code = ExitCode::kNotFound;
+  } else if (response.status == 401 || response.status == 403) {
+    result.code = ExitCode::kUnauthenticated;
+  } else if (response.status >= 500) {
+    result.code = ExitCode::kUnavailable;
+  } else {
+    result.code = ExitCode::kServerError;
+  }
+  // The server's error body is {"code": "...", "message": "..."}; show the body as is otherwise.
+  pb::Struct error;
+  std::string code;
+  std::string message;
+  if (pb::util::JsonStringToMessage(response.body, &error).ok()) {
+    const auto& fields = error.fields();
+    if (auto it = fields.find("code"); it != fields.end()) code = it->second.string_value();
+    if (auto it = fields.find("message"); it != fields.end()) message = it->second.string_value();
+  } else {
+    message = response.body.substr(0, 500);
+  }
+  result.error = (code.empty() ? "" : code + ": ") + message + " (HTTP " +
+                 std::to_string(response.status) + ")";
+  return result;
+}
+
+CallResult ApiClient::SubmitJob(const v1::JobSpec& spec, const std::string& idempotency_key,
+                                v1::Job* job) const {
+  std::string body;
+  if (auto status = pb::util::MessageToJsonString(spec, &body); !status.ok()) {
+    return {ExitCode::kUsage, "cannot encode the job: " + std::string(status.message())};
+  }
+  std::map<std::string, std::string> headers;
+  if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
+  const HttpResponse response = Call("POST", "/v1/jobs", body, headers);
+  if (CallResult result = Check(response); !result.ok()) return result;
+  return ParseMessage(response.body, "job", job);
+}
+
+CallResult ApiClient::GetJob(const std::string& id, v1::Job* job) const {
+  const HttpResponse response = Call("GET", "/v1/jobs/" + UrlEncode(id), "");
+  if (CallResult result = Check(response); !result.ok()) return result;
+  return ParseMessage(response.body, "job", job);
+}
+
+CallResult ApiClient::CancelJob(const std::string& id, v1::Job* job) const {
+  const HttpResponse response = Call("POST", "/v1/jobs/" + UrlEncode(id) + ":cancel", "");
+  if (CallResult result = Check(response); !result.ok()) return result;
+  return ParseMessage(response.body, "job", job);
+}
+
+CallResult ApiClient::ListJobs(const std::string& queue, const std::vector<std::string>& states,
+                               int page_size, const std::string& page_token,
+                               v1::ListJobsResponse* response) const {
+  std::string query;
+  auto add = [&query](const std::string& key, const std::string& value) {
+    query += (query.empty() ? "?" : "&") + key + "=" + UrlEncode(value);
+  };
+  if (!queue.empty()) add("queue", queue);
+  for (const std::string& state : states) add("state", state);
+  if (page_size > 0) add("page_size", std::to_string(page_size));
+  if (!page_token.empty()) add("page_token", page_token);
+  const HttpResponse http_response = Call("GET", "/v1/jobs" + query, "");
+  if (CallResult result = Check(http_response); !result.ok()) return result;
+  return ParseMessage(http_response.body, "job list", response);
+}
+
+CallResult ApiClient::ListQueues(std::vector<v1::Queue>* queues) const {
+  const HttpResponse response = Call("GET", "/v1/queues", "");
+  if (CallResult result = Check(response); !result.ok()) return result;
+  return ParseList(response.body, "queues", queues);
+}
+
+CallResult ApiClient::ListNodes(std::vector<v1::Node>* nodes) const {
+  const HttpResponse response = Call("GET", "/v1/nodes", "");
+  if (CallResult result = Check(response); !result.ok()) return result;
+  return ParseList(response.body, "nodes", nodes);
+}
+
+CallResult ApiClient::NodeAction(const std::string& name, const std::string& action) const {
+  return Check(Call("POST", "/v1/nodes/" + UrlEncode(name) + ":" + action, ""));
+}
+
+CallResult ApiClient::WatchEvents(uint64_t after_seq, int max, int wait_ms,
+                                  std::vector<v1::Event>* events) const {
+  const std::string target = "/v1/events?after_seq=" + std::to_string(after_seq) +
+                             "&max=" + std::to_string(max) + "&wait_ms=" + std::to_string(wait_ms);
+  const HttpResponse response = Call("GET", target, "", {}, wait_ms);
+  if (CallResult result = Check(response); !result.ok()) return result;
+  return ParseList(response.body, "events", events);
+}
+
+}  // namespace tessera::cli

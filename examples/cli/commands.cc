@@ -1,0 +1,326 @@
+#include "commands.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "table.h"
+
+namespace tessera::cli {
+namespace {
+
+namespace pb = google::protobuf;
+
+ExitCode Fail(const CallResult& result) {
+  std::cerr << "tessctl: " << result.error << '\n';
+  return result.code;
+}
+
+ExitCode UsageError(const std::string& message) {
+  std::cerr << "tessctl: " << message << '\n';
+  return ExitCode::kUsage;
+}
+
+std::string ToJson(const pb::Message& message, bool pretty) {
+  pb::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  std::string json;
+  (void)pb::util::MessageToJsonString(message, &json, options);
+  if (!json.empty() && json.back() == '\n') json.pop_back();
+  return json;
+}
+
+// {"<field>": [...]} from messages, in the shape the server sends.
+template <typename T>
+std::string ListToJson(const std::string& field, const std::vector<T>& items) {
+  std::string json = "{\"" + field + "\": [";
+  for (size_t i = 0; i < items.size(); ++i) {
+    json += (i == 0 ? "\n" : ",\n") + ToJson(items[i], false);
+  }
+  return json + (items.empty() ? "]}" : "\n]}");
+}
+
+std::string Cores(int64_t milli) {
+  std::ostringstream out;
+  out << milli / 1000.0;
+  return out.str();
+}
+
+std::string Gpus(int64_t gpu_milli) { return Cores(gpu_milli); }
+
+std::string GpuAsk(const v1::TaskResources& task) {
+  if (!task.mig_profile().empty()) return "mig:" + task.mig_profile();
+  if (!task.vgpu_type().empty()) return "vgpu:" + task.vgpu_type();
+  if (task.gpu_count() == 0) return "0";
+  if (task.gpu_milli() > 0 && task.gpu_milli() < 1000) return Gpus(task.gpu_milli());
+  return std::to_string(task.gpu_count());
+}
+
+std::string Truncate(const std::string& text, size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 3) + "...";
+}
+
+std::string Timestamp(int64_t time_us) {
+  if (time_us == 0) return "-";
+  const std::time_t seconds = static_cast<std::time_t>(time_us / 1000000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+void PrintJobs(const std::vector<const v1::Job*>& jobs) {
+  Table table({"ID", "NAME", "QUEUE", "STATE", "TASKS", "GPU/TASK", "REASON"});
+  for (const v1::Job* job : jobs) {
+    table.AddRow({std::to_string(job->id()), job->spec().name(), job->spec().queue(),
+                  v1::JobState_Name(job->status().state()),
+                  std::to_string(job->spec().tasks() == 0 ? 1 : job->spec().tasks()),
+                  GpuAsk(job->spec().task()), Truncate(job->status().reason(), 60)});
+  }
+  table.Print(std::cout);
+}
+
+void PrintJobDetail(const v1::Job& job) {
+  const v1::JobSpec& spec = job.spec();
+  const v1::JobStatus& status = job.status();
+  Table table({"FIELD", "VALUE"});
+  table.AddRow({"id", std::to_string(job.id())});
+  table.AddRow({"name", spec.name()});
+  table.AddRow({"queue", spec.queue()});
+  table.AddRow(
+      {"priority class", spec.priority_class().empty() ? "(default)" : spec.priority_class()});
+  table.AddRow({"state", v1::JobState_Name(status.state())});
+  table.AddRow({"reason", status.reason()});
+  table.AddRow({"tasks", std::to_string(spec.tasks() == 0 ? 1 : spec.tasks())});
+  table.AddRow({"per task", "cpu " + Cores(spec.task().cpu_milli()) + ", memory " +
+                                std::to_string(spec.task().memory_mib()) + " MiB, gpu " +
+                                GpuAsk(spec.task())});
+  table.AddRow({"attempt", std::to_string(status.attempt())});
+  table.AddRow({"submitted", Timestamp(status.submit_time_us())});
+  table.AddRow({"started", Timestamp(status.start_time_us())});
+  table.AddRow({"ended", Timestamp(status.end_time_us())});
+  for (const v1::TaskPlacement& placement : status.placements()) {
+    std::string gpus;
+    for (const int gpu : placement.gpus()) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu);
+    table.AddRow({"task " + std::to_string(placement.index()),
+                  placement.node() + (gpus.empty() ? "" : " gpus " + gpus)});
+  }
+  table.Print(std::cout);
+}
+
+void PrintQueues(const std::vector<v1::Queue>& queues) {
+  Table table({"QUEUE", "WEIGHT", "PENDING", "RUNNING", "CPU", "MEMORY(MiB)", "GPU", "SHARE"});
+  for (const v1::Queue& queue : queues) {
+    const v1::Resources& allocated = queue.status().allocated();
+    std::ostringstream weight, share;
+    weight << queue.spec().weight();
+    share.precision(3);
+    share << queue.status().dominant_share();
+    table.AddRow({queue.spec().name(), weight.str(), std::to_string(queue.status().pending_jobs()),
+                  std::to_string(queue.status().running_jobs()), Cores(allocated.cpu_milli()),
+                  std::to_string(allocated.memory_mib()), Gpus(allocated.gpu_milli()),
+                  share.str()});
+  }
+  table.Print(std::cout);
+}
+
+void PrintNodes(const std::vector<v1::Node>& nodes) {
+  Table table({"NODE", "STATUS", "GPUS", "CPU", "MEMORY(MiB)", "GPU USED", "TASKS"});
+  for (const v1::Node& node : nodes) {
+    const v1::NodeStatus& status = node.status();
+    std::string state = status.draining() ? "Draining" : status.cordoned() ? "Cordoned" : "Ready";
+    int failed = 0;
+    for (const v1::GpuState& gpu : status.gpus()) failed += gpu.failed() ? 1 : 0;
+    if (failed > 0) state += "," + std::to_string(failed) + "-gpu-failed";
+    std::string gpus = std::to_string(node.spec().gpus_size());
+    if (node.spec().gpus_size() > 0) gpus += "x" + node.spec().gpus(0).model();
+    table.AddRow({node.spec().name(), state, gpus,
+                  Cores(status.allocated().cpu_milli()) + "/" + Cores(node.spec().cpu_milli()),
+                  std::to_string(status.allocated().memory_mib()) + "/" +
+                      std::to_string(node.spec().memory_mib()),
+                  Gpus(status.allocated().gpu_milli()), std::to_string(status.running_tasks())});
+  }
+  table.Print(std::cout);
+}
+
+std::string EventLine(const v1::Event& event) {
+  std::string line = std::to_string(event.seq()) + "  " + Timestamp(event.time_us()) + "  " +
+                     v1::EventKind_Name(event.kind());
+  if (event.job_id() != 0) line += "  job=" + std::to_string(event.job_id());
+  if (event.kind() == v1::JOB_STATE_CHANGED) {
+    line +=
+        "  " + v1::JobState_Name(event.from_state()) + "->" + v1::JobState_Name(event.to_state());
+  }
+  if (!event.queue().empty()) line += "  queue=" + event.queue();
+  if (!event.node().empty()) line += "  node=" + event.node();
+  if (!event.reason().empty()) line += "  " + event.reason();
+  return line;
+}
+
+}  // namespace
+
+ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags) {
+  v1::JobSpec spec;
+  if (!flags.file.empty()) {
+    std::ifstream in(flags.file);
+    if (!in) return UsageError("cannot read " + flags.file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (auto status = pb::util::JsonStringToMessage(text.str(), &spec); !status.ok()) {
+      return UsageError(flags.file + ": not a JobSpec in JSON: " + std::string(status.message()));
+    }
+  } else {
+    if (flags.queue.empty()) return UsageError("submit needs -f FILE or --queue");
+    // The defaults of tessera::JobSpecBuilder: one task of 1 CPU and 1 GiB.
+    spec.mutable_task()->set_cpu_milli(1000);
+    spec.mutable_task()->set_memory_mib(1024);
+  }
+  v1::TaskResources& task = *spec.mutable_task();
+  if (!flags.queue.empty()) spec.set_queue(flags.queue);
+  if (!flags.name.empty()) spec.set_name(flags.name);
+  if (!flags.priority_class.empty()) spec.set_priority_class(flags.priority_class);
+  if (flags.tasks >= 0) spec.set_tasks(flags.tasks);
+  if (flags.cpu_milli >= 0) task.set_cpu_milli(flags.cpu_milli);
+  if (flags.memory_mib >= 0) task.set_memory_mib(flags.memory_mib);
+  if (flags.gpus >= 0) task.set_gpu_count(flags.gpus);
+  if (flags.gpu_milli >= 0) {
+    task.set_gpu_milli(flags.gpu_milli);
+    if (flags.gpus < 0 && task.gpu_count() == 0) task.set_gpu_count(1);
+  }
+  if (!flags.command.empty()) {
+    spec.clear_command();
+    for (const std::string& arg : flags.command) spec.add_command(arg);
+  }
+
+  v1::Job job;
+  if (CallResult result = api.SubmitJob(spec, flags.idempotency_key, &job); !result.ok()) {
+    return Fail(result);
+  }
+  // The id alone, so that ID=$(tessctl submit ...) works.
+  std::cout << (output.json ? ToJson(job, true) : std::to_string(job.id())) << '\n';
+  return ExitCode::kOk;
+}
+
+ExitCode ListJobs(const ApiClient& api, const Output& output, const std::string& queue,
+                  const std::vector<std::string>& states, int page_size) {
+  v1::ListJobsResponse all;
+  std::string token;
+  do {
+    v1::ListJobsResponse page;
+    if (CallResult result = api.ListJobs(queue, states, page_size, token, &page); !result.ok()) {
+      return Fail(result);
+    }
+    for (v1::Job& job : *page.mutable_jobs()) *all.add_jobs() = std::move(job);
+    if (!token.empty() && page.next_page_token() == token) {
+      return Fail({ExitCode::kServerError, "server repeated page token " + token});
+    }
+    token = page.next_page_token();
+  } while (!token.empty());
+  if (output.json) {
+    std::cout << ToJson(all, true) << '\n';
+  } else {
+    std::vector<const v1::Job*> jobs;
+    for (const v1::Job& job : all.jobs()) jobs.push_back(&job);
+    PrintJobs(jobs);
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode GetJob(const ApiClient& api, const Output& output, const std::string& id) {
+  v1::Job job;
+  if (CallResult result = api.GetJob(id, &job); !result.ok()) return Fail(result);
+  if (output.json) {
+    std::cout << ToJson(job, true) << '\n';
+  } else {
+    PrintJobDetail(job);
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode CancelJob(const ApiClient& api, const Output& output, const std::string& id) {
+  v1::Job job;
+  if (CallResult result = api.CancelJob(id, &job); !result.ok()) return Fail(result);
+  if (output.json) {
+    std::cout << ToJson(job, true) << '\n';
+  } else {
+    PrintJobs({&job});
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode ListQueues(const ApiClient& api, const Output& output) {
+  std::vector<v1::Queue> queues;
+  if (CallResult result = api.ListQueues(&queues); !result.ok()) return Fail(result);
+  if (output.json) {
+    std::cout << ListToJson("queues", queues) << '\n';
+  } else {
+    PrintQueues(queues);
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode ListNodes(const ApiClient& api, const Output& output) {
+  std::vector<v1::Node> nodes;
+  if (CallResult result = api.ListNodes(&nodes); !result.ok()) return Fail(result);
+  if (output.json) {
+    std::cout << ListToJson("nodes", nodes) << '\n';
+  } else {
+    PrintNodes(nodes);
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode NodeAction(const ApiClient& api, const std::string& node, const std::string& action) {
+  if (CallResult result = api.NodeAction(node, action); !result.ok()) return Fail(result);
+  std::cout << "node " << node << ' ' << (action == "drain" ? "draining" : action + "ed") << '\n';
+  return ExitCode::kOk;
+}
+
+ExitCode Watch(const ApiClient& api, const Output& output, uint64_t after_seq, int limit) {
+  constexpr int kWaitMs = 30000;
+  constexpr int kMaxPerPoll = 500;
+  int printed = 0;
+  while (limit <= 0 || printed < limit) {
+    std::vector<v1::Event> events;
+    if (CallResult result = api.WatchEvents(after_seq, kMaxPerPoll, kWaitMs, &events);
+        !result.ok()) {
+      return Fail(result);
+    }
+    for (const v1::Event& event : events) {
+      std::cout << (output.json ? ToJson(event, false) : EventLine(event)) << std::endl;
+      after_seq = std::max(after_seq, event.seq());
+      if (limit > 0 && ++printed >= limit) break;
+    }
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode Top(const ApiClient& api, const Output& output, bool once) {
+  while (true) {
+    std::vector<v1::Queue> queues;
+    std::vector<v1::Node> nodes;
+    if (CallResult result = api.ListQueues(&queues); !result.ok()) return Fail(result);
+    if (CallResult result = api.ListNodes(&nodes); !result.ok()) return Fail(result);
+    if (!once) std::cout << "\033[H\033[2J";  // home and clear, like top(1).
+    if (output.json) {
+      std::cout << ListToJson("queues", queues) << '\n' << ListToJson("nodes", nodes) << '\n';
+    } else {
+      PrintQueues(queues);
+      std::cout << '\n';
+      PrintNodes(nodes);
+    }
+    std::cout << std::flush;
+    if (once) return ExitCode::kOk;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+}  // namespace tessera::cli

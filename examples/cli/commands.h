@@ -1,0 +1,43 @@
+// The tessctl commands: each calls the API, prints a table or JSON on stdout and errors on
+// stderr, and returns the exit code scripts see.
+//
+// Thread safety: run one command per process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api_client.h"
+
+namespace tessera::cli {
+
+struct Output {
+  bool json = false;  // -o json: protobuf JSON mapping instead of tables.
+};
+
+// `submit`: the spec from a JSON file (empty path: none) with the flags applied on top.
+struct SubmitFlags {
+  std::string file;
+  std::string idempotency_key;
+  std::string queue, name, priority_class;
+  int tasks = -1, gpus = -1, gpu_milli = -1;  // -1: not given.
+  int64_t cpu_milli = -1, memory_mib = -1;
+  std::vector<std::string> command;
+};
+
+ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags);
+ExitCode ListJobs(const ApiClient& api, const Output& output, const std::string& queue,
+                  const std::vector<std::string>& states, int page_size);
+ExitCode GetJob(const ApiClient& api, const Output& output, const std::string& id);
+ExitCode CancelJob(const ApiClient& api, const Output& output, const std::string& id);
+ExitCode ListQueues(const ApiClient& api, const Output& output);
+ExitCode ListNodes(const ApiClient& api, const Output& output);
+// action: "cordon", "drain" or "uncordon".
+ExitCode NodeAction(const ApiClient& api, const std::string& node, const std::string& action);
+// Prints events after `after_seq` as they come; `limit` > 0 stops after that many.
+ExitCode Watch(const ApiClient& api, const Output& output, uint64_t after_seq, int limit);
+// Queue and node summary, redrawn every second unless `once`.
+ExitCode Top(const ApiClient& api, const Output& output, bool once);
+
+}  // namespace tessera::cli

@@ -1,0 +1,155 @@
+// tessctl: the command line for tesserad (docs/cli.md).
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "api_client.h"
+#include "commands.h"
+
+namespace {
+
+using tessera::cli::ExitCode;
+
+constexpr char kFooter[] = R"(Exit codes:
+  0  success
+  1  usage error (bad arguments, unreadable job file)
+  2  the server refused the request (HTTP 4xx other than 401, 403, 404)
+  3  not found (HTTP 404)
+  4  unauthenticated or forbidden (HTTP 401, 403)
+  5  server unavailable (connection refused, timeout, HTTP 5xx)
+Errors print the server's message on stderr. See docs/cli.md.)";
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessctl: submit, inspect and manage jobs, queues and nodes on a tesserad server."};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+
+  std::string server = EnvOr("TESSERA_SERVER", "http://127.0.0.1:8080");
+  std::string token = EnvOr("TESSERA_TOKEN", "");
+  std::string output_format = "table";
+  app.add_option("--server", server, "tesserad URL (http:// only); env TESSERA_SERVER")
+      ->capture_default_str();
+  app.add_option("--token", token, "bearer token; env TESSERA_TOKEN");
+  app.add_option("-o,--output", output_format, "table (aligned columns) or json (protobuf JSON)")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+
+  tessera::cli::SubmitFlags submit;
+  auto* submit_cmd = app.add_subcommand(
+      "submit", "submit a job from a JSON JobSpec file and/or flags; prints the new job's id");
+  submit_cmd
+      ->add_option("-f,--file", submit.file,
+                   "JobSpec as JSON (protobuf JSON mapping; YAML is not supported yet); "
+                   "flags given as well override its fields")
+      ->check(CLI::ExistingFile);
+  submit_cmd->add_option("--queue", submit.queue, "leaf queue, e.g. research/vision");
+  submit_cmd->add_option("--name", submit.name, "job name");
+  submit_cmd->add_option("--priority-class", submit.priority_class, "priority class name");
+  submit_cmd->add_option("--tasks", submit.tasks, "number of tasks (default 1)")
+      ->check(CLI::NonNegativeNumber);
+  submit_cmd->add_option("--gpus", submit.gpus, "whole GPUs per task (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  submit_cmd
+      ->add_option("--gpu-milli", submit.gpu_milli,
+                   "share of one GPU per task in milli-GPUs (1..999; 1000 = whole)")
+      ->check(CLI::Range(0, 1000));
+  submit_cmd
+      ->add_option("--cpu-milli", submit.cpu_milli,
+                   "CPU per task, 1000 = one core "
+                   "(default 1000)")
+      ->check(CLI::PositiveNumber);
+  submit_cmd->add_option("--memory-mib", submit.memory_mib, "memory per task (default 1024)")
+      ->check(CLI::PositiveNumber);
+  submit_cmd->add_option("--idempotency-key", submit.idempotency_key,
+                         "resubmitting with the same key returns the first job");
+  submit_cmd->add_option("--command,command", submit.command,
+                         "argv of each task; put it after -- when it has options");
+
+  std::string queue;
+  std::vector<std::string> states;
+  int page_size = 0;
+  auto* ls_cmd = app.add_subcommand("ls", "list jobs (follows every page)");
+  ls_cmd->add_option("--queue", queue, "a leaf queue, or a prefix ending in / for a subtree");
+  ls_cmd->add_option("--state", states, "only these states (PENDING, RUNNING, ...); repeatable");
+  ls_cmd->add_option("--page-size", page_size, "jobs per request (server default 100)")
+      ->check(CLI::Range(0, 1000));
+
+  std::string job_id;
+  auto* get_cmd = app.add_subcommand("get", "show one job");
+  get_cmd->add_option("ID", job_id, "job id")->required();
+  auto* cancel_cmd = app.add_subcommand("cancel", "cancel a job");
+  cancel_cmd->add_option("ID", job_id, "job id")->required();
+
+  auto* queues_cmd = app.add_subcommand("queues", "list queues with their usage and shares");
+  auto* nodes_cmd = app.add_subcommand("nodes", "list nodes with their allocation and state");
+
+  std::string node;
+  std::vector<std::pair<CLI::App*, std::string>> node_cmds;
+  for (const char* action : {"cordon", "drain", "uncordon"}) {
+    const std::string help = std::string(action) == "cordon"  ? "place no new work on a node"
+                             : std::string(action) == "drain" ? "cordon a node until its tasks end"
+                                                              : "let a node take work again";
+    auto* cmd = app.add_subcommand(action, help);
+    cmd->add_option("NODE", node, "node name")->required();
+    node_cmds.emplace_back(cmd, action);
+  }
+
+  uint64_t after_seq = 0;
+  int limit = 0;
+  auto* watch_cmd = app.add_subcommand("watch", "print events as they happen, until Ctrl-C");
+  watch_cmd->add_option("--after", after_seq, "start after this event sequence number")
+      ->capture_default_str();
+  watch_cmd->add_option("--limit", limit, "stop after this many events (0: never)")
+      ->check(CLI::NonNegativeNumber);
+
+  bool once = false;
+  auto* top_cmd = app.add_subcommand("top", "queue and node summary, refreshed every second");
+  top_cmd->add_flag("--once", once, "print once and exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+  }
+
+  tessera::cli::ServerAddress address;
+  std::string error;
+  if (!tessera::cli::ParseServerUrl(server, &address, &error)) {
+    std::cerr << "tessctl: " << error << '\n';
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  const tessera::cli::ApiClient api(tessera::cli::HttpClient(address, token), server);
+  const tessera::cli::Output output{.json = output_format == "json"};
+
+  ExitCode code = ExitCode::kUsage;
+  if (submit_cmd->parsed()) {
+    code = Submit(api, output, submit);
+  } else if (ls_cmd->parsed()) {
+    code = ListJobs(api, output, queue, states, page_size);
+  } else if (get_cmd->parsed()) {
+    code = GetJob(api, output, job_id);
+  } else if (cancel_cmd->parsed()) {
+    code = CancelJob(api, output, job_id);
+  } else if (queues_cmd->parsed()) {
+    code = ListQueues(api, output);
+  } else if (nodes_cmd->parsed()) {
+    code = ListNodes(api, output);
+  } else if (watch_cmd->parsed()) {
+    code = Watch(api, output, after_seq, limit);
+  } else if (top_cmd->parsed()) {
+    code = Top(api, output, once);
+  } else {
+    for (const auto& [cmd, action] : node_cmds) {
+      if (cmd->parsed()) code = NodeAction(api, node, action);
+    }
+  }
+  return static_cast<int>(code);
+}

@@ -1,0 +1,40 @@
+// The REST API of tesserad (docs/daemon.md): routes each HTTP request to one tessera::Scheduler
+// call after authenticating and authorising it, and encodes the result as JSON (the proto3 JSON
+// mapping of the tessera.v1 messages) or, when the client asks, binary protobuf. No scheduling
+// logic lives here.
+//
+// Thread safety: Handle may be called concurrently from any thread.
+#pragma once
+
+#include <atomic>
+#include <boost/beast/http.hpp>
+
+#include "auth.h"
+#include "tessera/scheduler.h"
+#include "tessera/v1/config.pb.h"
+
+namespace tesserad {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+class Api {
+ public:
+  // `scheduler` must outlive the Api. `stopping` turns true on SIGTERM: readiness fails and long
+  // polls return early.
+  Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
+      const std::atomic<bool>* stopping);
+
+  HttpResponse Handle(const HttpRequest& request);
+
+  // The JSON error body every failed request gets: {"code":"NOT_FOUND","message":"..."}.
+  static HttpResponse Error(int http_status, std::string_view code, std::string_view message);
+
+ private:
+  tessera::Scheduler* scheduler_;
+  const tessera::v1::DaemonConfig config_;
+  TokenAuthenticator auth_;
+  const std::atomic<bool>* stopping_;
+};
+
+}  // namespace tesserad

@@ -1,0 +1,180 @@
+#include "http_server.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <utility>
+
+namespace tesserad {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// One connection: reads a request, runs it on a worker, writes the response, repeats while the
+// client keeps the connection alive. Everything but the handler runs on the session's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Api& api, asio::thread_pool& workers, const ServerLimits& limits,
+          const std::atomic<bool>& stopping)
+      : stream_(std::move(socket)),
+        api_(api),
+        workers_(workers),
+        limits_(limits),
+        stopping_(stopping) {}
+
+  void Start() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
+  }
+
+  // Closes the connection now if it is waiting for a request, else after the current response.
+  void Stop() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) self->Close();
+    });
+  }
+
+ private:
+  void Read() {
+    if (stopping_.load()) return Close();
+    parser_.emplace();
+    parser_->body_limit(limits_.max_request_bytes);
+    stream_.expires_after(limits_.request_timeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      busy_ = true;
+      HttpResponse response = Api::Error(413, "PAYLOAD_TOO_LARGE",
+                                         "request body exceeds server.max_request_bytes (" +
+                                             std::to_string(limits_.max_request_bytes) + " bytes)");
+      response.keep_alive(false);
+      return Write(std::move(response));
+    }
+    if (ec) return Close();  // closed by the peer, timed out, or malformed HTTP.
+    busy_ = true;
+    stream_.expires_never();
+    auto request = std::make_shared<HttpRequest>(parser_->release());
+    // The guard keeps the io_context running while the worker holds the request.
+    asio::post(workers_, [self = shared_from_this(), request,
+                          guard = asio::make_work_guard(stream_.get_executor())] {
+      HttpResponse response = self->api_.Handle(*request);
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Write(std::move(response));
+      });
+    });
+  }
+
+  void Write(HttpResponse response) {
+    if (stopping_.load()) response.keep_alive(false);
+    response_ = std::make_shared<HttpResponse>(std::move(response));
+    stream_.expires_after(limits_.request_timeout);
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        self->busy_ = false;
+                        if (ec || !self->response_->keep_alive()) return self->Close();
+                        self->response_.reset();
+                        self->Read();
+                      });
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  Api& api_;
+  asio::thread_pool& workers_;
+  const ServerLimits& limits_;
+  const std::atomic<bool>& stopping_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<HttpResponse> response_;
+  bool busy_ = false;
+};
+
+HttpServer::HttpServer(asio::io_context& io, Api& api, ServerLimits limits)
+    : io_(io),
+      api_(api),
+      limits_(limits),
+      acceptor_(asio::make_strand(io)),
+      workers_(static_cast<size_t>(limits.workers)) {}
+
+HttpServer::~HttpServer() { JoinWorkers(); }
+
+tessera::Status HttpServer::Listen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return tessera::InvalidArgumentError("server.listen: expected host:port, got \"" + listen +
+                                         "\"");
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port = listen.substr(colon + 1);
+  beast::error_code ec;
+  tcp::resolver resolver(io_);
+  auto results = resolver.resolve(host, port, tcp::resolver::passive, ec);
+  if (ec || results.empty()) {
+    return tessera::InvalidArgumentError("server.listen: cannot resolve \"" + listen +
+                                         "\": " + ec.message());
+  }
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return tessera::UnavailableError("server.listen: cannot listen on " + listen + ": " +
+                                     ec.message());
+  }
+  return tessera::Status::Ok();
+}
+
+tcp::endpoint HttpServer::local_endpoint() const { return acceptor_.local_endpoint(); }
+
+void HttpServer::Start() { Accept(); }
+
+void HttpServer::Accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopping_.load() || !acceptor_.is_open()) return;
+    if (!ec) {
+      auto session =
+          std::make_shared<Session>(std::move(socket), api_, workers_, limits_, stopping_);
+      {
+        std::lock_guard lock(sessions_mutex_);
+        std::erase_if(sessions_, [](const auto& weak) { return weak.expired(); });
+        sessions_.push_back(session);
+      }
+      session->Start();
+    }
+    Accept();
+  });
+}
+
+void HttpServer::Shutdown() {
+  stopping_.store(true);
+  asio::post(acceptor_.get_executor(), [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  std::lock_guard lock(sessions_mutex_);
+  for (const auto& weak : sessions_) {
+    if (auto session = weak.lock()) session->Stop();
+  }
+}
+
+void HttpServer::JoinWorkers() { workers_.join(); }
+
+}  // namespace tesserad

@@ -1,0 +1,103 @@
+// tesserad: the Tessera scheduler as a service (docs/daemon.md).
+//
+//   tesserad [--config FILE]
+//
+// Loads the configuration (no file: the embedded defaults), opens the scheduler, serves the HTTP
+// API until SIGTERM or SIGINT, then stops accepting, finishes the requests in flight and closes
+// the scheduler, which flushes the store. Exit status: 0 after a clean shutdown, 1 when the
+// configuration is bad or the scheduler or listener cannot start, 2 for a bad command line.
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "api.h"
+#include "http_server.h"
+#include "tessera/daemon_config.h"
+#include "tessera/scheduler.h"
+
+namespace {
+
+constexpr std::string_view kUsage = "usage: tesserad [--config FILE]\n";
+
+int Fail(const std::string& what) {
+  std::cerr << "tesserad: " << what << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if ((arg == "--config" || arg == "-c") && i + 1 < argc) {
+      config_path = argv[++i];
+    } else if (arg.substr(0, 9) == "--config=") {
+      config_path = std::string(arg.substr(9));
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else {
+      std::cerr << kUsage;
+      return 2;
+    }
+  }
+
+  auto config = tessera::LoadDaemonConfig(config_path);
+  if (!config.ok()) return Fail(config.status().ToString());
+  auto options = tessera::ToOptions(*config);
+  if (!options.ok()) return Fail(options.status().ToString());
+
+  const std::filesystem::path store_dir = std::filesystem::path(options->store.path).parent_path();
+  std::error_code fs_error;
+  if (!store_dir.empty()) std::filesystem::create_directories(store_dir, fs_error);
+  if (fs_error)
+    return Fail("store.path: cannot create " + store_dir.string() + ": " + fs_error.message());
+
+  // Block the signals before any thread starts, so that only the signal_set sees them.
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+
+  auto scheduler = tessera::Scheduler::Open(*options);
+  if (!scheduler.ok()) return Fail(scheduler.status().ToString());
+
+  std::atomic<bool> stopping{false};
+  tesserad::Api api(scheduler->get(), *config, &stopping);
+  tesserad::ServerLimits limits;
+  limits.max_request_bytes = static_cast<uint64_t>(config->server().max_request_bytes());
+  limits.request_timeout = std::chrono::milliseconds(config->server().request_timeout_ms());
+  tesserad::HttpServer server(io, api, limits);
+  if (!config->server().tls_cert_file().empty()) {
+    return Fail("server.tls_cert_file: TLS is not implemented yet");
+  }
+  if (auto s = server.Listen(config->server().listen()); !s.ok()) return Fail(s.ToString());
+
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    std::cerr << "tesserad: signal " << signal << ", shutting down\n";
+    stopping.store(true);
+    server.Shutdown();
+  });
+  server.Start();
+
+  const auto endpoint = server.local_endpoint();
+  std::string host = endpoint.address().to_string();
+  if (endpoint.address().is_v6()) host = "[" + host + "]";
+  std::cout << "tesserad: listening on http://" << host << ":" << endpoint.port() << std::endl;
+
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 1; ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : threads) t.join();
+  server.JoinWorkers();
+  scheduler->reset();  // waits for writes in flight and closes the store.
+  std::cerr << "tesserad: stopped\n";
+  return 0;
+}

@@ -1,0 +1,213 @@
+#include "metrics.h"
+
+#include <cstdio>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
+namespace tesserad {
+namespace {
+
+// Label values escape backslash, double quote and newline (text format 0.0.4).
+std::string EscapeLabel(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+class MetricsWriter {
+ public:
+  void Header(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+
+  void Sample(std::string_view name,
+              std::initializer_list<std::pair<std::string_view, std::string_view>> labels,
+              double value) {
+    out_ += name;
+    if (labels.size() > 0) {
+      out_ += '{';
+      bool first = true;
+      for (const auto& [key, label] : labels) {
+        if (!first) out_ += ',';
+        first = false;
+        out_ += key;
+        out_ += "=\"";
+        out_ += EscapeLabel(label);
+        out_ += '"';
+      }
+      out_ += '}';
+    }
+    char number[64];
+    std::snprintf(number, sizeof(number), " %.17g\n", value);
+    out_ += number;
+  }
+
+  void Summary(std::string_view name, std::string_view help,
+               const tessera::v1::LatencySummary& latency) {
+    Header(name, "summary", help);
+    Sample(name, {{"quantile", "0.5"}}, latency.p50_us() / 1e6);
+    Sample(name, {{"quantile", "0.99"}}, latency.p99_us() / 1e6);
+    Sample(name, {{"quantile", "1"}}, latency.max_us() / 1e6);
+    Sample(std::string(name) + "_sum", {}, latency.total_us() / 1e6);
+    Sample(std::string(name) + "_count", {}, static_cast<double>(latency.count()));
+  }
+
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+}  // namespace
+
+std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config) {
+  MetricsWriter w;
+  const tessera::v1::SchedulerStats stats = scheduler.GetStats();
+
+  w.Header("tessera_pending_jobs", "gauge", "Jobs waiting for resources.");
+  w.Sample("tessera_pending_jobs", {}, static_cast<double>(stats.pending_jobs()));
+  w.Header("tessera_running_jobs", "gauge", "Jobs admitted, starting or running.");
+  w.Sample("tessera_running_jobs", {}, static_cast<double>(stats.running_jobs()));
+  w.Header("tessera_finished_jobs_total", "counter", "Jobs finished since the daemon started.");
+  w.Sample("tessera_finished_jobs_total", {}, static_cast<double>(stats.finished_jobs()));
+  w.Header("tessera_decisions_total", "counter",
+           "Placement attempts that ended in a decision (placed or not).");
+  w.Sample("tessera_decisions_total", {}, static_cast<double>(stats.decisions()));
+  w.Header("tessera_placements_total", "counter", "Jobs placed.");
+  w.Sample("tessera_placements_total", {}, static_cast<double>(stats.placements()));
+  w.Header("tessera_preemptions_total", "counter", "Jobs preempted (or shrunk).");
+  w.Sample("tessera_preemptions_total", {}, static_cast<double>(stats.preemptions()));
+  w.Header("tessera_lost_gpu_seconds_total", "counter",
+           "GPU-seconds of work lost by preemptions since the last checkpoints.");
+  w.Sample("tessera_lost_gpu_seconds_total", {}, static_cast<double>(stats.lost_gpu_seconds()));
+  w.Header("tessera_store_commits_total", "counter", "Store commits.");
+  w.Sample("tessera_store_commits_total", {}, static_cast<double>(stats.commits()));
+  w.Header("tessera_store_errors_total", "counter", "Store writes that failed and were retried.");
+  w.Sample("tessera_store_errors_total", {}, static_cast<double>(stats.store_errors()));
+  w.Header("tessera_bugs_total", "counter", "Broken invariants the scheduler survived.");
+  w.Sample("tessera_bugs_total", {}, static_cast<double>(stats.bugs()));
+  w.Header("tessera_reservations", "gauge", "Pending jobs holding a reservation.");
+  w.Sample("tessera_reservations", {}, static_cast<double>(stats.reservations()));
+  w.Header("tessera_last_event_seq", "gauge", "Sequence number of the newest event.");
+  w.Sample("tessera_last_event_seq", {}, static_cast<double>(stats.last_event_seq()));
+  w.Summary("tessera_decision_latency_seconds", "Time to decide one job's placement.",
+            stats.decision_latency());
+  w.Summary("tessera_commit_latency_seconds", "Time of one store commit.", stats.commit_latency());
+  w.Summary("tessera_preemption_latency_seconds", "Time to plan one preemption.",
+            stats.preemption_latency());
+
+  auto queues = scheduler.ListQueues();
+  w.Header("tessera_queue_pending_jobs", "gauge", "Pending jobs of a queue's subtree.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      w.Sample("tessera_queue_pending_jobs", {{"queue", q.spec().name()}},
+               static_cast<double>(q.status().pending_jobs()));
+    }
+  }
+  w.Header("tessera_queue_running_jobs", "gauge", "Running jobs of a queue's subtree.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      w.Sample("tessera_queue_running_jobs", {{"queue", q.spec().name()}},
+               static_cast<double>(q.status().running_jobs()));
+    }
+  }
+  w.Header("tessera_queue_dominant_share", "gauge",
+           "Weighted dominant share that orders a queue among its siblings.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      w.Sample("tessera_queue_dominant_share", {{"queue", q.spec().name()}},
+               q.status().dominant_share());
+    }
+  }
+
+  auto nodes = scheduler.ListNodes();
+  struct GpuMetric {
+    const char* name;
+    const char* help;
+  };
+  w.Header("tessera_node_cordoned", "gauge", "1 when no new work is placed on the node.");
+  if (nodes.ok()) {
+    for (const auto& n : *nodes) {
+      w.Sample("tessera_node_cordoned", {{"node", n.spec().name()}}, n.status().cordoned() ? 1 : 0);
+    }
+  }
+  // Per-GPU gauges: health always, readings once the GPU has reported telemetry.
+  const GpuMetric kGpuMetrics[] = {
+      {"tessera_gpu_failed", "1 when the GPU reported a fatal error."},
+      {"tessera_gpu_too_hot", "1 while the GPU is above the temperature limit."},
+      {"tessera_gpu_utilization_ratio", "Last reported GPU utilisation, 0..1."},
+      {"tessera_gpu_memory_used_bytes", "Last reported GPU memory in use."},
+      {"tessera_gpu_temperature_celsius", "Last reported GPU temperature."},
+      {"tessera_gpu_power_watts", "Last reported GPU power draw."},
+  };
+  for (size_t m = 0; m < std::size(kGpuMetrics); ++m) {
+    w.Header(kGpuMetrics[m].name, "gauge", kGpuMetrics[m].help);
+    if (!nodes.ok()) continue;
+    for (const auto& n : *nodes) {
+      for (const auto& gpu : n.status().gpus()) {
+        const std::string index = std::to_string(gpu.index());
+        std::string model;
+        for (const auto& device : n.spec().gpus()) {
+          if (device.index() == gpu.index()) model = device.model();
+        }
+        const auto& last = gpu.last();
+        const bool reported = gpu.has_last();
+        double value = 0;
+        switch (m) {
+          case 0:
+            value = gpu.failed() ? 1 : 0;
+            break;
+          case 1:
+            value = gpu.too_hot() ? 1 : 0;
+            break;
+          case 2:
+            value = last.utilization_pct() / 100.0;
+            break;
+          case 3:
+            value = static_cast<double>(last.memory_used_mib()) * 1024 * 1024;
+            break;
+          case 4:
+            value = last.temperature_c();
+            break;
+          case 5:
+            value = last.power_w();
+            break;
+        }
+        if (m >= 2 && !reported) continue;
+        w.Sample(kGpuMetrics[m].name, {{"node", n.spec().name()}, {"gpu", index}, {"model", model}},
+                 value);
+      }
+    }
+  }
+
+  // Alert thresholds from the configuration, so alert rules need not repeat them.
+  w.Header("tessera_gpu_max_temperature_celsius", "gauge",
+           "Configured temperature at which a GPU takes no new work.");
+  w.Sample("tessera_gpu_max_temperature_celsius", {}, config.gpu_health().max_temperature_c());
+  w.Header("tessera_gpu_resume_temperature_celsius", "gauge",
+           "Configured temperature at which a hot GPU takes work again.");
+  w.Sample("tessera_gpu_resume_temperature_celsius", {},
+           config.gpu_health().resume_temperature_c());
+  return w.Take();
+}
+
+}  // namespace tesserad

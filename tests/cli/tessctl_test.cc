@@ -1,0 +1,377 @@
+// tessctl, the real binary, against a fake tesserad: a Beast server on loopback that records
+// each request and answers canned JSON. Checks what goes over the wire, what is printed, and
+// the exit codes scripts rely on.
+#include <doctest/doctest.h>
+#include <google/protobuf/util/json_util.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/v1/job.pb.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+struct RecordedRequest {
+  std::string method;
+  std::string target;
+  std::string body;
+  std::string authorization;
+  std::string idempotency_key;
+};
+
+struct CannedResponse {
+  int status = 200;
+  std::string body;
+};
+
+// Answers one request per connection from `handler`, on 127.0.0.1 and a free port.
+class FakeTesserad {
+ public:
+  using Handler = std::function<CannedResponse(const RecordedRequest&)>;
+
+  explicit FakeTesserad(Handler handler)
+      : handler_(std::move(handler)), acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] { Serve(); });
+  }
+
+  ~FakeTesserad() {
+    stopping_ = true;
+    // Wake the blocking accept with a connection of our own.
+    beast::error_code ignored;
+    tcp::socket wake(io_);
+    wake.connect(acceptor_.local_endpoint(), ignored);
+    thread_.join();
+  }
+
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+
+  std::vector<RecordedRequest> requests() const {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    while (true) {
+      tcp::socket socket(io_);
+      beast::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (stopping_) return;
+      if (ec) continue;
+      beast::flat_buffer buffer;
+      http::request<http::string_body> request;
+      http::read(socket, buffer, request, ec);
+      if (ec) continue;
+      RecordedRequest recorded{std::string(request.method_string()), std::string(request.target()),
+                               request.body(), std::string(request[http::field::authorization]),
+                               std::string(request["Idempotency-Key"])};
+      {
+        std::lock_guard lock(mutex_);
+        requests_.push_back(recorded);
+      }
+      const CannedResponse canned = handler_(recorded);
+      http::response<http::string_body> response(static_cast<http::status>(canned.status), 11);
+      response.set(http::field::content_type, "application/json");
+      response.keep_alive(false);
+      response.body() = canned.body;
+      response.prepare_payload();
+      http::write(socket, response, ec);
+      socket.shutdown(tcp::socket::shutdown_both, ec);
+    }
+  }
+
+  Handler handler_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;
+  std::vector<RecordedRequest> requests_;
+  std::thread thread_;
+};
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ShellQuote(const std::string& arg) {
+  std::string quoted = "'";
+  for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Runs tessctl with a clean TESSERA_* environment plus `env` ("NAME=value" entries).
+RunResult RunTessctl(const std::vector<std::string>& args,
+                     const std::vector<std::string>& env = {}) {
+  char err_path[] = "/tmp/tessctl-test-stderr-XXXXXX";
+  const int fd = mkstemp(err_path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::string command = "env -u TESSERA_SERVER -u TESSERA_TOKEN";
+  for (const std::string& entry : env) command += " " + ShellQuote(entry);
+  command += " " + ShellQuote(TESSCTL_PATH);
+  for (const std::string& arg : args) command += " " + ShellQuote(arg);
+  command += " 2>" + ShellQuote(err_path);
+  RunResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  std::stringstream text;
+  text << err.rdbuf();
+  result.err = text.str();
+  unlink(err_path);
+  return result;
+}
+
+template <typename T>
+T ParseJson(const std::string& json) {
+  T message;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &message);
+  INFO(json);
+  REQUIRE(status.ok());
+  return message;
+}
+
+const char kJob42[] = R"({"id":"42","spec":{"name":"train","queue":"research/vision"},
+  "status":{"state":"PENDING","reason":"waiting for 2 GPUs"}})";
+
+CannedResponse Ok(std::string body) { return {200, std::move(body)}; }
+
+// A port nothing listens on: bound once, then released.
+std::string RefusedUrl() {
+  asio::io_context io;
+  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const int port = acceptor.local_endpoint().port();
+  acceptor.close();
+  return "http://127.0.0.1:" + std::to_string(port);
+}
+
+}  // namespace
+
+TEST_CASE("tessctl submit from flags sends the JobSpec JSON and prints the id") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  const RunResult run = RunTessctl({"--server",
+                                    server.url(),
+                                    "submit",
+                                    "--queue",
+                                    "research/vision",
+                                    "--name",
+                                    "train",
+                                    "--tasks",
+                                    "3",
+                                    "--gpus",
+                                    "2",
+                                    "--cpu-milli",
+                                    "4000",
+                                    "--memory-mib",
+                                    "8192",
+                                    "--idempotency-key",
+                                    "k-1",
+                                    "--",
+                                    "python",
+                                    "train.py",
+                                    "--lr",
+                                    "1"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "42\n");
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].method == "POST");
+  CHECK(requests[0].target == "/v1/jobs");
+  CHECK(requests[0].idempotency_key == "k-1");
+  CHECK(requests[0].authorization.empty());
+  const auto spec = ParseJson<tessera::v1::JobSpec>(requests[0].body);
+  CHECK(spec.queue() == "research/vision");
+  CHECK(spec.name() == "train");
+  CHECK(spec.tasks() == 3);
+  CHECK(spec.task().gpu_count() == 2);
+  CHECK(spec.task().cpu_milli() == 4000);
+  CHECK(spec.task().memory_mib() == 8192);
+  CHECK(std::vector<std::string>(spec.command().begin(), spec.command().end()) ==
+        std::vector<std::string>{"python", "train.py", "--lr", "1"});
+}
+
+TEST_CASE("tessctl submit -f reads a JSON file, flags override it, -o json prints the Job") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  char path[] = "/tmp/tessctl-test-job-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const std::string file = R"({"name": "from-file", "queue": "a/b",
+    "task": {"cpuMilli": "2000", "memoryMib": "4096", "gpuCount": 1, "gpu_milli": 500}})";
+  REQUIRE(write(fd, file.data(), file.size()) == static_cast<ssize_t>(file.size()));
+  close(fd);
+  const RunResult run =
+      RunTessctl({"--server", server.url(), "-o", "json", "submit", "-f", path, "--name", "x"});
+  unlink(path);
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  const auto job = ParseJson<tessera::v1::Job>(run.out);
+  CHECK(job.id() == 42);
+  CHECK(job.status().state() == tessera::v1::PENDING);
+  const auto spec = ParseJson<tessera::v1::JobSpec>(server.requests().at(0).body);
+  CHECK(spec.name() == "x");
+  CHECK(spec.queue() == "a/b");
+  CHECK(spec.task().gpu_milli() == 500);
+  CHECK(spec.task().memory_mib() == 4096);
+}
+
+TEST_CASE("tessctl ls follows page tokens and passes the filters") {
+  FakeTesserad server([](const RecordedRequest& request) {
+    if (request.target.find("page_token=p2") != std::string::npos) {
+      return Ok(R"({"jobs":[{"id":"2","spec":{"name":"second"},"status":{"state":"RUNNING"}}]})");
+    }
+    return Ok(R"({"jobs":[{"id":"1","spec":{"name":"first"},"status":{"state":"RUNNING"}}],
+                  "nextPageToken":"p2"})");
+  });
+  const RunResult run =
+      RunTessctl({"--server", server.url(), "ls", "--queue", "research/", "--state", "RUNNING"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].method == "GET");
+  CHECK(requests[0].target == "/v1/jobs?queue=research%2F&state=RUNNING");
+  CHECK(requests[1].target == "/v1/jobs?queue=research%2F&state=RUNNING&page_token=p2");
+  CHECK(run.out.find("ID") == 0);
+  CHECK(run.out.find("first") != std::string::npos);
+  CHECK(run.out.find("second") != std::string::npos);
+
+  const RunResult json = RunTessctl({"--server", server.url(), "-o", "json", "ls"});
+  CHECK(json.exit_code == 0);
+  CHECK(ParseJson<tessera::v1::ListJobsResponse>(json.out).jobs_size() == 2);
+}
+
+TEST_CASE("tessctl get and cancel use the job's path") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  const RunResult get = RunTessctl({"--server", server.url(), "get", "42"});
+  INFO(get.err);
+  CHECK(get.exit_code == 0);
+  CHECK(get.out.find("waiting for 2 GPUs") != std::string::npos);
+  const RunResult cancel = RunTessctl({"--server", server.url(), "-o", "json", "cancel", "42"});
+  CHECK(cancel.exit_code == 0);
+  CHECK(ParseJson<tessera::v1::Job>(cancel.out).id() == 42);
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].method == "GET");
+  CHECK(requests[0].target == "/v1/jobs/42");
+  CHECK(requests[1].method == "POST");
+  CHECK(requests[1].target == "/v1/jobs/42:cancel");
+}
+
+TEST_CASE("tessctl queues, nodes, cordon, watch and top") {
+  FakeTesserad server([](const RecordedRequest& request) {
+    if (request.target == "/v1/queues") {
+      return Ok(R"({"queues":[{"spec":{"name":"research","weight":2},
+                     "status":{"runningJobs":"3","dominantShare":0.25}}]})");
+    }
+    if (request.target == "/v1/nodes") {
+      return Ok(R"({"nodes":[{"spec":{"name":"a100-0","cpuMilli":"64000",
+                     "gpus":[{"model":"A100-80GB"}]},"status":{"cordoned":true}}]})");
+    }
+    if (request.target.rfind("/v1/events", 0) == 0) {
+      return Ok(R"({"events":[{"seq":"7","kind":"JOB_STATE_CHANGED","jobId":"42",
+                     "fromState":"PENDING","toState":"RUNNING"},{"seq":"8","kind":"NODE_UPDATED",
+                     "node":"a100-0"}]})");
+    }
+    return Ok("{}");
+  });
+  const RunResult queues = RunTessctl({"--server", server.url(), "queues"});
+  CHECK(queues.exit_code == 0);
+  CHECK(queues.out.find("research") != std::string::npos);
+  const RunResult nodes = RunTessctl({"--server", server.url(), "nodes"});
+  CHECK(nodes.exit_code == 0);
+  CHECK(nodes.out.find("Cordoned") != std::string::npos);
+  const RunResult cordon = RunTessctl({"--server", server.url(), "cordon", "a100-0"});
+  CHECK(cordon.exit_code == 0);
+  CHECK(server.requests().back().method == "POST");
+  CHECK(server.requests().back().target == "/v1/nodes/a100-0:cordon");
+  CHECK(RunTessctl({"--server", server.url(), "uncordon", "a100-0"}).exit_code == 0);
+  CHECK(server.requests().back().target == "/v1/nodes/a100-0:uncordon");
+  CHECK(RunTessctl({"--server", server.url(), "drain", "a100-0"}).exit_code == 0);
+  CHECK(server.requests().back().target == "/v1/nodes/a100-0:drain");
+
+  const RunResult watch =
+      RunTessctl({"--server", server.url(), "watch", "--after", "6", "--limit", "2"});
+  INFO(watch.err);
+  CHECK(watch.exit_code == 0);
+  CHECK(server.requests().back().target.rfind("/v1/events?after_seq=6&", 0) == 0);
+  CHECK(watch.out.find("PENDING->RUNNING") != std::string::npos);
+  CHECK(std::count(watch.out.begin(), watch.out.end(), '\n') == 2);
+
+  const RunResult top = RunTessctl({"--server", server.url(), "top", "--once"});
+  CHECK(top.exit_code == 0);
+  CHECK(top.out.find("research") != std::string::npos);
+  CHECK(top.out.find("a100-0") != std::string::npos);
+}
+
+TEST_CASE("tessctl sends the bearer token from --token or TESSERA_TOKEN") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  CHECK(RunTessctl({"--server", server.url(), "--token", "s3cret", "get", "42"}).exit_code == 0);
+  CHECK(server.requests().back().authorization == "Bearer s3cret");
+  CHECK(RunTessctl({"get", "42"}, {"TESSERA_SERVER=" + server.url(), "TESSERA_TOKEN=from-env"})
+            .exit_code == 0);
+  CHECK(server.requests().back().authorization == "Bearer from-env");
+}
+
+TEST_CASE("tessctl exit codes follow the HTTP status and print the server's message") {
+  int status = 200;
+  FakeTesserad server([&status](const RecordedRequest&) {
+    return CannedResponse{status, R"({"code":"SOME_CODE","message":"the server's words"})"};
+  });
+  const std::vector<std::pair<int, int>> cases = {{400, 2}, {409, 2}, {404, 3}, {401, 4},
+                                                  {403, 4}, {500, 5}, {503, 5}};
+  for (const auto& [http_status, exit_code] : cases) {
+    status = http_status;
+    const RunResult run = RunTessctl({"--server", server.url(), "get", "1"});
+    INFO("HTTP ", http_status);
+    CHECK(run.exit_code == exit_code);
+    CHECK(run.err.find("SOME_CODE: the server's words") != std::string::npos);
+    CHECK(run.out.empty());
+  }
+
+  const RunResult refused = RunTessctl({"--server", RefusedUrl(), "queues"});
+  CHECK(refused.exit_code == 5);
+  CHECK(refused.err.find("cannot reach") != std::string::npos);
+}
+
+TEST_CASE("tessctl usage errors exit 1 without calling the server") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  CHECK(RunTessctl({"--server", server.url()}).exit_code == 1);
+  CHECK(RunTessctl({"--server", server.url(), "--bogus", "ls"}).exit_code == 1);
+  CHECK(RunTessctl({"--server", server.url(), "-o", "yaml", "ls"}).exit_code == 1);
+  CHECK(RunTessctl({"--server", server.url(), "get"}).exit_code == 1);
+  CHECK(RunTessctl({"--server", server.url(), "submit", "--gpus", "2"}).exit_code == 1);
+  CHECK(RunTessctl({"--server", "https://example.com", "ls"}).exit_code == 1);
+  CHECK(server.requests().empty());
+
+  const RunResult help = RunTessctl({"--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("Exit codes") != std::string::npos);
+}

@@ -1,0 +1,303 @@
+// tesserad through its real binary: a daemon started with a temporary configuration (port 0,
+// store in a temporary directory, three bearer tokens), spoken to over loopback HTTP.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+constexpr const char* kAdmin = "admin-secret";
+constexpr const char* kTenantA = "team-a-secret";
+constexpr const char* kTenantB = "team-b-secret";
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(const std::filesystem::path& dir) : dir_(dir) {
+    std::filesystem::create_directories(dir_);
+    std::ofstream config(dir_ / "tesserad.yaml");
+    // sha256 of the three tokens above (printf %s TOKEN | sha256sum).
+    config << "store:\n  path: " << (dir_ / "var" / "tessera.db").string() << "\n"
+           << "server:\n  listen: 127.0.0.1:0\n  max_request_bytes: 4096\n"
+           << "auth:\n  tokens:\n"
+           << "    - {name: admin, admin: true, sha256: " << Sha256(kAdmin) << "}\n"
+           << "    - {name: a, queue_prefix: team-a, sha256: " << Sha256(kTenantA) << "}\n"
+           << "    - {name: b, queue_prefix: team-b, sha256: " << Sha256(kTenantB) << "}\n";
+  }
+  ~Daemon() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  void Start() {
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      const std::string config = (dir_ / "tesserad.yaml").string();
+      execl(TESSERAD_PATH, TESSERAD_PATH, "--config", config.c_str(), nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    std::string line;
+    char c;
+    while (read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+    close(out[0]);
+    INFO("first line: ", line);
+    const size_t colon = line.rfind(':');
+    REQUIRE(line.find("tesserad: listening on http://127.0.0.1:") == 0);
+    port_ = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
+  }
+
+  // Sends `signal` and returns the exit status (or -1 if it did not exit normally).
+  int Stop(int signal = SIGTERM) {
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  Reply Call(http::verb method, const std::string& target, const std::string& body = "",
+             const char* token = kAdmin, std::map<std::string, std::string> headers = {}) {
+    asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    http::request<http::string_body> request{method, target, 11};
+    request.set(http::field::host, "127.0.0.1");
+    if (token != nullptr) request.set(http::field::authorization, std::string("Bearer ") + token);
+    for (const auto& [key, value] : headers) request.set(key, value);
+    if (!body.empty()) request.set(http::field::content_type, "application/json");
+    request.body() = body;
+    request.prepare_payload();
+    http::write(socket, request);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    beast::error_code ec;
+    http::read(socket, buffer, response, ec);
+    Reply reply;
+    reply.status = ec ? -1 : static_cast<int>(response.result_int());
+    reply.body = response.body();
+    reply.content_type = std::string(response[http::field::content_type]);
+    return reply;
+  }
+
+ private:
+  static std::string Sha256(const std::string& token) {
+    const std::string command = "printf %s '" + token + "' | sha256sum";
+    FILE* pipe = popen(command.c_str(), "r");
+    char digest[65] = {};
+    REQUIRE(fread(digest, 1, 64, pipe) == 64);
+    pclose(pipe);
+    return digest;
+  }
+
+  std::filesystem::path dir_;
+  pid_t pid_ = -1;
+  unsigned short port_ = 0;
+};
+
+// The job id in a Job's JSON ({"id":"7",...}).
+std::string JobId(const std::string& json) {
+  const std::string key = "\"id\":\"";
+  const size_t start = json.find(key);
+  REQUIRE(start != std::string::npos);
+  return json.substr(start + key.size(), json.find('"', start + key.size()) - start - key.size());
+}
+
+std::string JobSpec(const std::string& queue) {
+  return R"({"queue":")" + queue +
+         R"(","task":{"cpuMilli":1000,"memoryMib":1024,"gpuCount":1},"simulation":{"durationMs":600000}})";
+}
+
+std::filesystem::path TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("tesserad-test-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a restart") {
+  const auto dir = TempDir("api");
+  Daemon daemon(dir);
+  daemon.Start();
+  using http::verb;
+
+  SUBCASE("health, readiness and metrics") {
+    CHECK(daemon.Call(verb::get, "/healthz", "", nullptr).status == 200);
+    CHECK(daemon.Call(verb::get, "/readyz", "", nullptr).status == 200);
+    Reply metrics = daemon.Call(verb::get, "/metrics");
+    CHECK(metrics.status == 200);
+    CHECK(metrics.content_type.find("version=0.0.4") != std::string::npos);
+    for (const char* name :
+         {"tessera_queue_pending_jobs{queue=\"default\"}", "tessera_queue_running_jobs",
+          "tessera_queue_dominant_share", "tessera_decisions_total", "tessera_preemptions_total",
+          "tessera_decision_latency_seconds_count", "tessera_gpu_utilization_ratio",
+          "tessera_gpu_memory_used_bytes", "tessera_gpu_temperature_celsius",
+          "tessera_gpu_power_watts"}) {
+      INFO(name);
+      CHECK(metrics.body.find(name) != std::string::npos);
+    }
+  }
+
+  SUBCASE("jobs: submit, get, list, cancel") {
+    Reply submitted = daemon.Call(verb::post, "/v1/jobs", JobSpec("default"), kAdmin,
+                                  {{"Idempotency-Key", "once"}});
+    REQUIRE(submitted.status == 200);
+    const std::string id = JobId(submitted.body);
+    Reply again = daemon.Call(verb::post, "/v1/jobs", JobSpec("default"), kAdmin,
+                              {{"Idempotency-Key", "once"}});
+    CHECK(JobId(again.body) == id);
+
+    Reply got = daemon.Call(verb::get, "/v1/jobs/" + id);
+    CHECK(got.status == 200);
+    CHECK(got.body.find("\"queue\":\"default\"") != std::string::npos);
+    Reply listed = daemon.Call(verb::get, "/v1/jobs?queue=default&state=RUNNING&state=PENDING");
+    CHECK(listed.status == 200);
+    CHECK(listed.body.find("\"id\":\"" + id + "\"") != std::string::npos);
+    CHECK(daemon.Call(verb::get, "/v1/jobs?state=BOGUS").status == 400);
+
+    Reply cancelled = daemon.Call(verb::post, "/v1/jobs/" + id + ":cancel");
+    CHECK(cancelled.status == 200);
+    CHECK(cancelled.body.find("cancelRequested") != std::string::npos);
+    CHECK(daemon.Call(verb::get, "/v1/jobs/999999").status == 404);
+    CHECK(daemon.Call(verb::get, "/v1/jobs/" + id + ":cancel").status == 405);
+  }
+
+  SUBCASE("queues: create, get, update, delete") {
+    Reply created = daemon.Call(verb::post, "/v1/queues", R"({"name":"research","weight":2})");
+    CHECK(created.status == 200);
+    CHECK(daemon.Call(verb::post, "/v1/queues", R"({"name":"research/vision"})").status == 200);
+    CHECK(daemon.Call(verb::post, "/v1/queues", R"({"name":"research"})").status == 409);
+    Reply nested = daemon.Call(verb::get, "/v1/queues/research/vision");
+    CHECK(nested.status == 200);
+    CHECK(nested.body.find("\"name\":\"research/vision\"") != std::string::npos);
+    CHECK(daemon.Call(verb::put, "/v1/queues/research%2Fvision", R"({"weight":3})").status == 200);
+    CHECK(daemon.Call(verb::get, "/v1/queues").body.find("research/vision") != std::string::npos);
+    CHECK(daemon.Call(verb::delete_, "/v1/queues/research").status == 409);  // has a child.
+    CHECK(daemon.Call(verb::delete_, "/v1/queues/research/vision").status == 200);
+    CHECK(daemon.Call(verb::get, "/v1/queues/research/vision").status == 404);
+  }
+
+  SUBCASE("nodes: list and cordon") {
+    Reply nodes = daemon.Call(verb::get, "/v1/nodes");
+    CHECK(nodes.status == 200);
+    CHECK(nodes.body.find("sim-a100-0") != std::string::npos);
+    Reply cordoned = daemon.Call(verb::post, "/v1/nodes/sim-a100-0:cordon");
+    CHECK(cordoned.status == 200);
+    CHECK(cordoned.body.find("\"cordoned\":true") != std::string::npos);
+    CHECK(daemon.Call(verb::post, "/v1/nodes/sim-a100-0:uncordon").status == 200);
+    CHECK(daemon.Call(verb::post, "/v1/nodes/no-such-node:drain").status == 404);
+  }
+
+  SUBCASE("events: long poll returns when an event arrives") {
+    Reply first = daemon.Call(verb::get, "/v1/events?after_seq=0&max=1000");
+    REQUIRE(first.status == 200);
+    const std::string seq_key = "\"seq\":\"";
+    const size_t last = first.body.rfind(seq_key);
+    REQUIRE(last != std::string::npos);
+    const std::string after = first.body.substr(
+        last + seq_key.size(), first.body.find('"', last + seq_key.size()) - last - seq_key.size());
+    std::thread submitter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      daemon.Call(verb::post, "/v1/jobs", JobSpec("default"));
+    });
+    const auto start = std::chrono::steady_clock::now();
+    Reply polled = daemon.Call(verb::get, "/v1/events?after_seq=" + after + "&wait_ms=10000");
+    const auto waited = std::chrono::steady_clock::now() - start;
+    submitter.join();
+    CHECK(polled.status == 200);
+    CHECK(polled.body.find("JOB_STATE_CHANGED") != std::string::npos);
+    CHECK(waited < std::chrono::seconds(5));
+    Reply empty = daemon.Call(verb::get, "/v1/events?after_seq=1000000&wait_ms=50");
+    CHECK(empty.body == R"({"events":[]})");
+  }
+
+  SUBCASE("bad requests get a 4xx naming the problem") {
+    Reply malformed = daemon.Call(verb::post, "/v1/jobs", R"({"queue": "default",)");
+    CHECK(malformed.status == 400);
+    CHECK(malformed.body.find("\"code\":\"INVALID_ARGUMENT\"") != std::string::npos);
+    CHECK(malformed.body.find("malformed JSON") != std::string::npos);
+    Reply unknown = daemon.Call(verb::post, "/v1/jobs", R"({"queue":"default","gpus":1})");
+    CHECK(unknown.status == 400);
+    CHECK(unknown.body.find("gpus") != std::string::npos);
+    CHECK(daemon.Call(verb::post, "/v1/jobs", JobSpec("no-such-queue")).status == 404);
+    CHECK(daemon.Call(verb::get, "/v1/nope").status == 404);
+    CHECK(daemon.Call(verb::delete_, "/v1/jobs").status == 405);
+    Reply oversized = daemon.Call(verb::post, "/v1/jobs", std::string(8192, ' '));
+    CHECK(oversized.status == 413);
+    // Nothing of the above created a job.
+    CHECK(daemon.Call(verb::get, "/v1/jobs").body == "{}");
+  }
+
+  SUBCASE("authentication and tenant isolation") {
+    CHECK(daemon.Call(verb::get, "/v1/jobs", "", nullptr).status == 401);
+    CHECK(daemon.Call(verb::get, "/v1/jobs", "", "wrong-token").status == 401);
+    REQUIRE(daemon.Call(verb::post, "/v1/queues", R"({"name":"team-a"})").status == 200);
+    REQUIRE(daemon.Call(verb::post, "/v1/queues", R"({"name":"team-b"})").status == 200);
+    Reply a = daemon.Call(verb::post, "/v1/jobs", JobSpec("team-a"), kTenantA);
+    REQUIRE(a.status == 200);
+    Reply b = daemon.Call(verb::post, "/v1/jobs", JobSpec("team-b"), kTenantB);
+    REQUIRE(b.status == 200);
+    const std::string a_id = JobId(a.body), b_id = JobId(b.body);
+
+    CHECK(daemon.Call(verb::post, "/v1/jobs", JobSpec("team-b"), kTenantA).status == 403);
+    CHECK(daemon.Call(verb::get, "/v1/jobs/" + b_id, "", kTenantA).status == 404);
+    CHECK(daemon.Call(verb::post, "/v1/jobs/" + b_id + ":cancel", "", kTenantA).status == 404);
+    CHECK(daemon.Call(verb::get, "/v1/jobs/" + a_id, "", kTenantA).status == 200);
+    Reply listed = daemon.Call(verb::get, "/v1/jobs", "", kTenantA);
+    CHECK(listed.status == 200);
+    CHECK(listed.body.find("\"id\":\"" + a_id + "\"") != std::string::npos);
+    CHECK(listed.body.find("team-b") == std::string::npos);
+    CHECK(daemon.Call(verb::get, "/v1/jobs?queue=team-b", "", kTenantA).status == 403);
+    CHECK(daemon.Call(verb::get, "/v1/events?after_seq=0&max=1000", "", kTenantA)
+              .body.find("team-b") == std::string::npos);
+    CHECK(daemon.Call(verb::post, "/v1/queues", R"({"name":"team-a/x"})", kTenantA).status == 403);
+    CHECK(daemon.Call(verb::post, "/v1/nodes/sim-a100-0:cordon", "", kTenantA).status == 403);
+    CHECK(daemon.Call(verb::post, "/v1/jobs/" + b_id + ":cancel", "", kTenantB).status == 200);
+  }
+
+  SUBCASE("SIGTERM exits 0 and a restarted daemon still has the acknowledged jobs") {
+    Reply submitted = daemon.Call(verb::post, "/v1/jobs", JobSpec("default"));
+    REQUIRE(submitted.status == 200);
+    const std::string id = JobId(submitted.body);
+    CHECK(daemon.Stop(SIGTERM) == 0);
+    daemon.Start();
+    Reply got = daemon.Call(verb::get, "/v1/jobs/" + id);
+    CHECK(got.status == 200);
+    CHECK(daemon.Stop(SIGINT) == 0);
+  }
+
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
