@@ -25,11 +25,12 @@ struct SubmitFlags {
   int jobs = 100000;
   int clients = 8;
   int window = 1;
-  std::string http;  // daemon URL; the daemon does not exist yet.
+  bool http = false;  // through a tesserad started for the run (submit_http_bench.cc).
   bool durable = true;
   std::string decisions = "off";
 };
 int RunSubmit(const SubmitFlags& flags);
+int RunSubmitHttp(const SubmitFlags& flags);
 
 // recover: cost of reopening a big store (recover_bench.cc). The measurement runs in a child
 // process (RunRecoverMeasure) so the generator's memory does not count.
