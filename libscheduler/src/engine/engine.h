@@ -204,6 +204,9 @@ class Engine final : public ExecutorEvents {
   void ArmPreemptionRetry(TimestampUs at);
   void RequeuePreempted(JobRecord& job);
   TimestampUs LastCheckpoint(const JobRecord& job, TimestampUs now) const;
+  // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
+  // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
+  int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;
   void IndexTask(uint64_t job, const PlacedTask& task);
   // engine_elastic.cc
   void GrowElastic();

@@ -71,15 +71,8 @@ void Engine::Backfill() {
   auto longer_or_equal = [](int64_t a, int64_t b) { return a == 0 || (b != 0 && a >= b); };
   auto failed_before = [&](const JobRecord& job, int min_tasks) {
     for (const Failed& f : failed) {
-      const TaskShape& shape = f.shape;
       if (f.min_tasks <= min_tasks && longer_or_equal(job.time_limit_us, f.limit_us) &&
-          shape.cpu_milli == job.shape.cpu_milli && shape.memory_mib == job.shape.memory_mib &&
-          shape.gpu_count == job.shape.gpu_count && shape.gpu_milli == job.shape.gpu_milli &&
-          shape.gpu_memory_mib == job.shape.gpu_memory_mib && shape.models == job.shape.models &&
-          shape.same_nvlink == job.shape.same_nvlink && shape.form == job.shape.form &&
-          shape.mig_profile == job.shape.mig_profile &&
-          shape.vgpu_family == job.shape.vgpu_family &&
-          shape.vgpu_framebuffer_gib == job.shape.vgpu_framebuffer_gib) {
+          f.shape == job.shape) {
         return true;
       }
     }

@@ -143,11 +143,7 @@ bool Engine::DrainMigFor(const JobRecord& job, int min_tasks) {
                             v.key.priority < job.key.priority &&
                             preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us);
       if (eligible) {
-        int64_t milli = 0;
-        for (const PlacedTask& p : v.tasks) {
-          if (!p.exited) milli += int64_t{p.allocation.gpu_count()} * p.allocation.gpu_milli;
-        }
-        h.cost = milli * (now - LastCheckpoint(v, now)) / 1000;
+        h.cost = LostGpuUs(v, now);
       }
       return h;
     }

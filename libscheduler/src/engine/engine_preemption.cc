@@ -7,17 +7,6 @@
 #include "engine/engine.h"
 
 namespace tessera {
-namespace {
-
-int64_t GpuMilli(const JobRecord& job) {
-  int64_t milli = 0;
-  for (const PlacedTask& t : job.tasks) {
-    if (!t.exited) milli += int64_t{t.allocation.gpu_count()} * t.allocation.gpu_milli;
-  }
-  return milli;
-}
-
-}  // namespace
 
 void Engine::IndexTask(uint64_t job, const PlacedTask& task) {
   const NodeIndexId node = task.allocation.node;
@@ -33,6 +22,14 @@ void Engine::UnindexTask(uint64_t job, const PlacedTask& task) {
   if (it == list.end()) return;
   *it = list.back();
   list.pop_back();
+}
+
+int64_t Engine::LostGpuUs(const JobRecord& job, TimestampUs now) const {
+  int64_t milli = 0;
+  for (const PlacedTask& t : job.tasks) {
+    if (!t.exited) milli += int64_t{t.allocation.gpu_count()} * t.allocation.gpu_milli;
+  }
+  return milli * (now - LastCheckpoint(job, now)) / 1000;
 }
 
 TimestampUs Engine::LastCheckpoint(const JobRecord& job, TimestampUs now) const {
@@ -128,7 +125,7 @@ bool Engine::TryPreempt(JobRecord& job) {
       if (!t.exited) victim.tasks.push_back({t.index, t.allocation});
     }
     victim.cost.whole_jobs = 1;
-    victim.cost.lost_gpu_us = GpuMilli(v) * (now - LastCheckpoint(v, now)) / 1000;
+    victim.cost.lost_gpu_us = LostGpuUs(v, now);
     victim.cost.runtime_us = now - v.start_time_us;
     victim.cost.priority = v.key.priority;
     it->second.push_back(std::move(victim));

@@ -40,6 +40,8 @@ struct TaskShape {
            (gpu_milli < 1000 || (form != GpuForm::kAny && form != GpuForm::kWhole));
   }
   bool whole_gpus() const { return gpu_count > 0 && !fractional_gpu(); }
+
+  friend bool operator==(const TaskShape&, const TaskShape&) = default;
   bool AllowsModel(int model) const {
     return models == 0 || (model >= 0 && (models >> model) & 1u);
   }
