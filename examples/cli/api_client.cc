@@ -28,30 +28,6 @@ CallResult ParseMessage(const std::string& body, const std::string& what, pb::Me
   return {};
 }
 
-// Reads {"<field>": [T...]}: the list responses without a message of their own in tessera.v1.
-template <typename T>
-CallResult ParseList(const std::string& body, const std::string& field, std::vector<T>* out) {
-  pb::Struct root;
-  if (auto status = pb::util::JsonStringToMessage(body, &root); !status.ok()) {
-    return Malformed(field, status);
-  }
-  const auto it = root.fields().find(field);
-  if (it == root.fields().end()) return {};  // proto3 JSON omits empty lists.
-  if (!it->second.has_list_value()) {
-    return {ExitCode::kServerError, "malformed " + field + " from server: not a list"};
-  }
-  for (const pb::Value& item : it->second.list_value().values()) {
-    std::string json;
-    if (auto status = pb::util::MessageToJsonString(item, &json); !status.ok()) {
-      return Malformed(field, status);
-    }
-    T message;
-    if (CallResult result = ParseMessage(json, field, &message); !result.ok()) return result;
-    out->push_back(std::move(message));
-  }
-  return {};
-}
-
 }  // namespace
 
 ApiClient::ApiClient(HttpClient http, std::string server_url)
@@ -141,13 +117,23 @@ CallResult ApiClient::ListJobs(const std::string& queue, const std::vector<std::
 CallResult ApiClient::ListQueues(std::vector<v1::Queue>* queues) const {
   const HttpResponse response = Call("GET", "/v1/queues", "");
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseList(response.body, "queues", queues);
+  v1::ListQueuesResponse list;
+  if (CallResult result = ParseMessage(response.body, "queue list", &list); !result.ok()) {
+    return result;
+  }
+  for (v1::Queue& queue : *list.mutable_queues()) queues->push_back(std::move(queue));
+  return {};
 }
 
 CallResult ApiClient::ListNodes(std::vector<v1::Node>* nodes) const {
   const HttpResponse response = Call("GET", "/v1/nodes", "");
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseList(response.body, "nodes", nodes);
+  v1::ListNodesResponse list;
+  if (CallResult result = ParseMessage(response.body, "node list", &list); !result.ok()) {
+    return result;
+  }
+  for (v1::Node& node : *list.mutable_nodes()) nodes->push_back(std::move(node));
+  return {};
 }
 
 CallResult ApiClient::NodeAction(const std::string& name, const std::string& action) const {
@@ -155,12 +141,12 @@ CallResult ApiClient::NodeAction(const std::string& name, const std::string& act
 }
 
 CallResult ApiClient::WatchEvents(uint64_t after_seq, int max, int wait_ms,
-                                  std::vector<v1::Event>* events) const {
+                                  v1::WatchEventsResponse* events) const {
   const std::string target = "/v1/events?after_seq=" + std::to_string(after_seq) +
                              "&max=" + std::to_string(max) + "&wait_ms=" + std::to_string(wait_ms);
   const HttpResponse response = Call("GET", target, "", {}, wait_ms);
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseList(response.body, "events", events);
+  return ParseMessage(response.body, "events", events);
 }
 
 }  // namespace tessera::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http_client.h"
+#include "tessera/v1/api.pb.h"
 #include "tessera/v1/event.pb.h"
 #include "tessera/v1/job.pb.h"
 #include "tessera/v1/node.pb.h"
@@ -53,9 +54,10 @@ class ApiClient {
   CallResult ListNodes(std::vector<v1::Node>* nodes) const;
   // POST /v1/nodes/{name}:{action}; action is "cordon", "drain" or "uncordon".
   CallResult NodeAction(const std::string& name, const std::string& action) const;
-  // GET /v1/events: waits up to `wait_ms` on the server for events after `after_seq`.
+  // GET /v1/events: waits up to `wait_ms` on the server for events after `after_seq`; continue
+  // from the response's next_after_seq.
   CallResult WatchEvents(uint64_t after_seq, int max, int wait_ms,
-                         std::vector<v1::Event>* events) const;
+                         v1::WatchEventsResponse* events) const;
 
  private:
   HttpResponse Call(const std::string& method, const std::string& target, const std::string& body,

@@ -289,16 +289,17 @@ ExitCode Watch(const ApiClient& api, const Output& output, uint64_t after_seq, i
   constexpr int kMaxPerPoll = 500;
   int printed = 0;
   while (limit <= 0 || printed < limit) {
-    std::vector<v1::Event> events;
-    if (CallResult result = api.WatchEvents(after_seq, kMaxPerPoll, kWaitMs, &events);
-        !result.ok()) {
+    v1::WatchEventsResponse page;
+    if (CallResult result = api.WatchEvents(after_seq, kMaxPerPoll, kWaitMs, &page); !result.ok()) {
       return Fail(result);
     }
-    for (const v1::Event& event : events) {
+    for (const v1::Event& event : page.events()) {
       std::cout << (output.json ? ToJson(event, false) : EventLine(event)) << std::endl;
-      after_seq = std::max(after_seq, event.seq());
       if (limit > 0 && ++printed >= limit) break;
     }
+    // Past other tenants' events as well; an older server without the field: the last event.
+    after_seq = std::max(after_seq, page.next_after_seq());
+    for (const v1::Event& event : page.events()) after_seq = std::max(after_seq, event.seq());
   }
   return ExitCode::kOk;
 }

@@ -7,16 +7,13 @@
 #pragma once
 
 #include <atomic>
-#include <boost/beast/http.hpp>
 
 #include "auth.h"
+#include "http_codec.h"
 #include "tessera/scheduler.h"
 #include "tessera/v1/config.pb.h"
 
 namespace tesserad {
-
-using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
-using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
 class Api {
  public:
@@ -28,7 +25,9 @@ class Api {
   HttpResponse Handle(const HttpRequest& request);
 
   // The JSON error body every failed request gets: {"code":"NOT_FOUND","message":"..."}.
-  static HttpResponse Error(int http_status, std::string_view code, std::string_view message);
+  static HttpResponse Error(int http_status, std::string_view code, std::string_view message) {
+    return ErrorResponse(http_status, code, message);
+  }
 
  private:
   tessera::Scheduler* scheduler_;

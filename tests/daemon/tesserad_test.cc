@@ -239,7 +239,7 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     CHECK(polled.body.find("JOB_STATE_CHANGED") != std::string::npos);
     CHECK(waited < std::chrono::seconds(5));
     Reply empty = daemon.Call(verb::get, "/v1/events?after_seq=1000000&wait_ms=50");
-    CHECK(empty.body == R"({"events":[]})");
+    CHECK(empty.body == R"({"nextAfterSeq":"1000000"})");
   }
 
   SUBCASE("bad requests get a 4xx naming the problem") {
@@ -284,6 +284,18 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     CHECK(daemon.Call(verb::post, "/v1/queues", R"({"name":"team-a/x"})", kTenantA).status == 403);
     CHECK(daemon.Call(verb::post, "/v1/nodes/sim-a100-0:cordon", "", kTenantA).status == 403);
     CHECK(daemon.Call(verb::post, "/v1/jobs/" + b_id + ":cancel", "", kTenantB).status == 200);
+
+    // B's cancel is the newest event. A window holding only it is empty for A, yet A's cursor
+    // moves past it, so A does not ask for the same events again.
+    Reply all = daemon.Call(verb::get, "/v1/events?after_seq=0&max=1000");
+    const std::string seq_key = "\"seq\":\"";
+    const size_t last_seq = all.body.rfind(seq_key) + seq_key.size();
+    const uint64_t newest =
+        std::stoull(all.body.substr(last_seq, all.body.find('"', last_seq) - last_seq));
+    Reply window = daemon.Call(
+        verb::get, "/v1/events?max=1&after_seq=" + std::to_string(newest - 1), "", kTenantA);
+    CHECK(window.status == 200);
+    CHECK(window.body == "{\"nextAfterSeq\":\"" + std::to_string(newest) + "\"}");
   }
 
   SUBCASE("SIGTERM exits 0 and a restarted daemon still has the acknowledged jobs") {

@@ -1,0 +1,107 @@
+#include "router.h"
+
+#include <charconv>
+
+namespace tesserad {
+
+namespace http = boost::beast::http;
+using tessera::Status;
+
+HttpResponse Router::SubmitJob() {
+  tessera::v1::JobSpec spec;
+  if (Status s = ParseBody(request_, &spec); !s.ok()) return ErrorFor(request_, s);
+  if (!principal_.Owns(spec.queue())) {
+    return Forbidden(request_, "queue \"" + spec.queue() + "\" is outside the token's queues \"" +
+                                   principal_.queue_prefix + "\"");
+  }
+  tessera::SubmitOptions options;
+  options.idempotency_key = std::string(Sv(request_["Idempotency-Key"]));
+  auto job = scheduler_.Submit(spec, options);
+  if (!job.ok()) return ErrorFor(request_, job.status());
+  return Reply(request_, *job);
+}
+
+HttpResponse Router::JobRoute(std::string_view rest) {
+  bool cancel = false;
+  constexpr std::string_view kCancel = ":cancel";
+  if (rest.size() > kCancel.size() && rest.substr(rest.size() - kCancel.size()) == kCancel) {
+    cancel = true;
+    rest.remove_suffix(kCancel.size());
+  }
+  tessera::JobId id = 0;
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), id);
+  if (ec != std::errc() || p != rest.data() + rest.size()) {
+    return ErrorFor(request_, tessera::NotFoundError("no job \"" + std::string(rest) + "\""));
+  }
+  if (cancel && request_.method() != http::verb::post) return MethodNotAllowed(request_, "POST");
+  if (!cancel && request_.method() != http::verb::get) return MethodNotAllowed(request_, "GET");
+  auto job = scheduler_.GetJob(id);
+  if (!job.ok()) return ErrorFor(request_, job.status());
+  // Another tenant's job does not exist as far as this caller can tell.
+  if (!principal_.Owns(job->spec().queue())) {
+    return ErrorFor(request_, tessera::NotFoundError("job " + std::to_string(id) + " not found"));
+  }
+  if (!cancel) return Reply(request_, *job);
+  auto cancelled = scheduler_.Cancel(id);
+  if (!cancelled.ok()) return ErrorFor(request_, cancelled.status());
+  return Reply(request_, *cancelled);
+}
+
+HttpResponse Router::ListJobs(const Query& query) {
+  tessera::v1::ListJobsRequest list;
+  list.set_queue(First(query, "queue").value_or(""));
+  for (auto [it, end] = query.equal_range("state"); it != end; ++it) {
+    std::string_view states = it->second;
+    while (!states.empty()) {
+      size_t comma = states.find(',');
+      std::string name(states.substr(0, comma));
+      states = comma == std::string_view::npos ? std::string_view() : states.substr(comma + 1);
+      tessera::v1::JobState state;
+      if (!tessera::v1::JobState_Parse(name, &state)) {
+        return ErrorFor(request_,
+                        tessera::InvalidArgumentError("state: unknown job state \"" + name + "\""));
+      }
+      list.add_states(state);
+    }
+  }
+  for (auto [it, end] = query.equal_range("label"); it != end; ++it) {
+    size_t eq = it->second.find('=');
+    if (eq == std::string::npos) {
+      return ErrorFor(request_, tessera::InvalidArgumentError("label: expected key=value, got \"" +
+                                                              it->second + "\""));
+    }
+    (*list.mutable_labels())[it->second.substr(0, eq)] = it->second.substr(eq + 1);
+  }
+  auto page_size = QueryInt<int32_t>(query, "page_size", 0);
+  if (!page_size.ok()) return ErrorFor(request_, page_size.status());
+  list.set_page_size(*page_size);
+  list.set_page_token(First(query, "page_token").value_or(""));
+  if (!principal_.admin) {
+    const std::string& prefix = principal_.queue_prefix;
+    if (list.queue().empty()) {
+      // The tenant's whole subtree: its prefix is either a leaf (exact match) or has children
+      // (a subtree filter); a queue holding jobs cannot have children.
+      auto queues = scheduler_.ListQueues();
+      if (!queues.ok()) return ErrorFor(request_, queues.status());
+      bool has_children = false;
+      for (const auto& q : *queues) {
+        if (q.spec().name().size() > prefix.size() && principal_.Owns(q.spec().name())) {
+          has_children = true;
+        }
+      }
+      list.set_queue(has_children ? prefix + "/" : prefix);
+    } else {
+      std::string_view queue = list.queue();
+      if (queue.back() == '/') queue.remove_suffix(1);
+      if (!principal_.Owns(queue)) {
+        return Forbidden(request_, "queue \"" + list.queue() +
+                                       "\" is outside the token's queues \"" + prefix + "\"");
+      }
+    }
+  }
+  auto jobs = scheduler_.ListJobs(list);
+  if (!jobs.ok()) return ErrorFor(request_, jobs.status());
+  return Reply(request_, *jobs);
+}
+
+}  // namespace tesserad
