@@ -50,7 +50,9 @@ const std::vector<std::string>& Migrations() {
   return migrations;
 }
 
-StatusOr<int> ReadVersion(Database& db) {
+}  // namespace
+
+StatusOr<int> SchemaVersion(Database& db) {
   StatusOr<std::unique_ptr<Statement>> stmt = db.PrepareUncached("PRAGMA user_version");
   if (!stmt.ok()) return stmt.status();
   StatusOr<bool> row = (*stmt)->Step();
@@ -58,10 +60,8 @@ StatusOr<int> ReadVersion(Database& db) {
   return static_cast<int>((*stmt)->ColumnInt(0));
 }
 
-}  // namespace
-
 Status Migrate(Database& db) {
-  StatusOr<int> version = ReadVersion(db);
+  StatusOr<int> version = SchemaVersion(db);
   if (!version.ok()) return version.status();
   if (*version > kSchemaVersion) {
     return FailedPreconditionError("store '" + db.path() + "' has schema version " +

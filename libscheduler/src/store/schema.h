@@ -15,6 +15,9 @@ inline constexpr int kSchemaVersion = 1;
 // not NOT IN (...): an IN list makes every UPDATE of a job build temporary tables.)
 inline constexpr const char* kUnfinishedJobSql = "state NOT BETWEEN 6 AND 8";
 
+// PRAGMA user_version of `db`: 0 for a database no Tessera store has initialised.
+StatusOr<int> SchemaVersion(Database& db);
+
 // Brings `db` to kSchemaVersion.
 // Errors: FAILED_PRECONDITION when the store is newer than this build or corrupt; the
 // SQLite-derived codes otherwise.
