@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "table.h"
+#include "tessera/message_file.h"
 
 namespace tessera::cli {
 namespace {
@@ -170,12 +171,8 @@ std::string EventLine(const v1::Event& event) {
 ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags) {
   v1::JobSpec spec;
   if (!flags.file.empty()) {
-    std::ifstream in(flags.file);
-    if (!in) return UsageError("cannot read " + flags.file);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (auto status = pb::util::JsonStringToMessage(text.str(), &spec); !status.ok()) {
-      return UsageError(flags.file + ": not a JobSpec in JSON: " + std::string(status.message()));
+    if (Status status = ReadMessageFile(flags.file, &spec); !status.ok()) {
+      return UsageError(status.message());
     }
   } else {
     if (flags.queue.empty()) return UsageError("submit needs -f FILE or --queue");

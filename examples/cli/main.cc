@@ -43,10 +43,11 @@ int main(int argc, char** argv) {
 
   tessera::cli::SubmitFlags submit;
   auto* submit_cmd = app.add_subcommand(
-      "submit", "submit a job from a JSON JobSpec file and/or flags; prints the new job's id");
+      "submit",
+      "submit a job from a YAML or JSON JobSpec file and/or flags; prints the new job's id");
   submit_cmd
       ->add_option("-f,--file", submit.file,
-                   "JobSpec as JSON (protobuf JSON mapping; YAML is not supported yet); "
+                   "JobSpec as YAML, or JSON when the name ends in .json (docs/cli.md); "
                    "flags given as well override its fields")
       ->check(CLI::ExistingFile);
   submit_cmd->add_option("--queue", submit.queue, "leaf queue, e.g. research/vision");

@@ -242,6 +242,61 @@ TEST_CASE("tessctl submit -f reads a JSON file, flags override it, -o json print
   CHECK(spec.task().memory_mib() == 4096);
 }
 
+// Writes `text` to a fresh file whose name ends in `suffix`; the caller unlinks it.
+std::string WriteTempFile(const std::string& suffix, const std::string& text) {
+  std::string path = "/tmp/tessctl-test-XXXXXX" + suffix;
+  const int fd = mkstemps(path.data(), static_cast<int>(suffix.size()));
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  close(fd);
+  return path;
+}
+
+TEST_CASE("tessctl submit -f reads YAML, with snake_case or JSON names") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  const std::string path = WriteTempFile(".yaml", R"(# a training job
+name: resnet
+queue: research/vision
+tasks: 4
+priority_class: high
+task:
+  cpu_milli: 16000
+  memoryMib: 65536
+  gpu_count: 2
+command: [python, train.py]
+labels: {team: vision}
+)");
+  const RunResult run = RunTessctl({"--server", server.url(), "submit", "-f", path});
+  unlink(path.c_str());
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "42\n");
+  const auto spec = ParseJson<tessera::v1::JobSpec>(server.requests().at(0).body);
+  CHECK(spec.name() == "resnet");
+  CHECK(spec.tasks() == 4);
+  CHECK(spec.priority_class() == "high");
+  CHECK(spec.task().cpu_milli() == 16000);
+  CHECK(spec.task().memory_mib() == 65536);
+  CHECK(spec.task().gpu_count() == 2);
+  CHECK(spec.command_size() == 2);
+  CHECK(spec.labels().at("team") == "vision");
+}
+
+TEST_CASE("tessctl submit -f refuses a bad YAML file with its line and field, sending nothing") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  const std::string unknown = WriteTempFile(".yml", "queue: a\ntask:\n  gpus: 2\n");
+  const RunResult bad_field = RunTessctl({"--server", server.url(), "submit", "-f", unknown});
+  unlink(unknown.c_str());
+  CHECK(bad_field.exit_code == 1);
+  CHECK(bad_field.err.find(unknown + ":3:3: task.gpus: unknown field") != std::string::npos);
+  const std::string wrong_type = WriteTempFile(".yaml", "queue: a\ntasks: four\n");
+  const RunResult bad_type = RunTessctl({"--server", server.url(), "submit", "-f", wrong_type});
+  unlink(wrong_type.c_str());
+  CHECK(bad_type.exit_code == 1);
+  CHECK(bad_type.err.find(wrong_type + ":2:8: tasks:") != std::string::npos);
+  CHECK(server.requests().empty());
+}
+
 TEST_CASE("tessctl ls follows page tokens and passes the filters") {
   FakeTesserad server([](const RecordedRequest& request) {
     if (request.target.find("page_token=p2") != std::string::npos) {

@@ -188,6 +188,8 @@ Status Mapper::Message(const YAML::Node& node, const std::string& path,
     const std::string key = kv.first.Scalar();
     const std::string field_path = path.empty() ? key : path + "." + key;
     const FieldDescriptor* field = d->FindFieldByName(key);
+    // The lowerCamelCase JSON name too, so that a file may follow the API's JSON.
+    if (!field) field = d->FindFieldByCamelcaseName(key);
     if (!field) {
       std::string known;
       for (int i = 0; i < d->field_count(); ++i) known += (i ? ", " : "") + d->field(i)->name();

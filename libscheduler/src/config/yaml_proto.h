@@ -1,7 +1,7 @@
 // YAML onto protobuf: configuration files are YAML documents mapped field by field onto
 // protobuf messages, so every option is validated and documented once, in its .proto file.
 //
-// Keys are the proto field names. Unknown keys, wrong types, out-of-range numbers and unknown
+// Keys are the proto field names (or their lowerCamelCase JSON names). Unknown keys, wrong types, out-of-range numbers and unknown
 // enum names are refused with "<source>:<line>:<column>: <field path>: <problem>".
 #pragma once
 
