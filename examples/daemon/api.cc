@@ -7,11 +7,12 @@ namespace tesserad {
 namespace http = boost::beast::http;
 
 Api::Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
-         const std::atomic<bool>* stopping)
+         const std::atomic<bool>* stopping, const AlertMonitor* alerts)
     : scheduler_(scheduler),
       config_(std::move(config)),
       auth_(config_.auth()),
-      stopping_(stopping) {}
+      stopping_(stopping),
+      alerts_(alerts) {}
 
 HttpResponse Api::Handle(const HttpRequest& request) {
   std::string_view target = Sv(request.target());
@@ -38,7 +39,7 @@ HttpResponse Api::Handle(const HttpRequest& request) {
     response.set(http::field::www_authenticate, "Bearer");
     return response;
   }
-  Router router(*scheduler_, config_, *stopping_, request, std::move(*principal));
+  Router router(*scheduler_, config_, *stopping_, alerts_, request, std::move(*principal));
   return router.Route(path, query);
 }
 

@@ -8,6 +8,7 @@
 
 #include <atomic>
 
+#include "alerts.h"
 #include "auth.h"
 #include "http_codec.h"
 #include "tessera/scheduler.h"
@@ -19,8 +20,9 @@ class Api {
  public:
   // `scheduler` must outlive the Api. `stopping` turns true on SIGTERM: readiness fails and long
   // polls return early.
+  // `alerts` (may be null) is shown on /metrics and must outlive the Api too.
   Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
-      const std::atomic<bool>* stopping);
+      const std::atomic<bool>* stopping, const AlertMonitor* alerts = nullptr);
 
   HttpResponse Handle(const HttpRequest& request);
 
@@ -34,6 +36,7 @@ class Api {
   const tessera::v1::DaemonConfig config_;
   TokenAuthenticator auth_;
   const std::atomic<bool>* stopping_;
+  const AlertMonitor* alerts_;
 };
 
 }  // namespace tesserad

@@ -69,7 +69,10 @@ int main(int argc, char** argv) {
   if (!scheduler.ok()) return Fail(scheduler.status().ToString());
 
   std::atomic<bool> stopping{false};
-  tesserad::Api api(scheduler->get(), *config, &stopping);
+  tesserad::AlertMonitor alerts(**scheduler, config->alerts(), [](const std::string& line) {
+    std::cerr << "tesserad: " << line << std::endl;
+  });
+  tesserad::Api api(scheduler->get(), *config, &stopping, &alerts);
   tesserad::ServerLimits limits;
   limits.max_request_bytes = static_cast<uint64_t>(config->server().max_request_bytes());
   limits.request_timeout = std::chrono::milliseconds(config->server().request_timeout_ms());
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
     server.Shutdown();
   });
   server.Start();
+  alerts.Start();
 
   const auto endpoint = server.local_endpoint();
   std::string host = endpoint.address().to_string();
@@ -97,6 +101,7 @@ int main(int argc, char** argv) {
   io.run();
   for (auto& t : threads) t.join();
   server.JoinWorkers();
+  alerts.Stop();
   scheduler->reset();  // waits for writes in flight and closes the store.
   std::cerr << "tesserad: stopped\n";
   return 0;

@@ -71,6 +71,21 @@ class MetricsWriter {
     Sample(std::string(name) + "_count", {}, static_cast<double>(latency.count()));
   }
 
+  // A Prometheus histogram from the summary's cumulative buckets.
+  void Histogram(std::string_view name, std::string_view help,
+                 const tessera::v1::LatencySummary& latency) {
+    Header(name, "histogram", help);
+    const std::string bucket = std::string(name) + "_bucket";
+    for (const auto& b : latency.buckets()) {
+      char le[32];
+      std::snprintf(le, sizeof(le), "%g", b.le_us() / 1e6);
+      Sample(bucket, {{"le", le}}, static_cast<double>(b.count()));
+    }
+    Sample(bucket, {{"le", "+Inf"}}, static_cast<double>(latency.count()));
+    Sample(std::string(name) + "_sum", {}, latency.total_us() / 1e6);
+    Sample(std::string(name) + "_count", {}, static_cast<double>(latency.count()));
+  }
+
   std::string Take() { return std::move(out_); }
 
  private:
@@ -79,7 +94,8 @@ class MetricsWriter {
 
 }  // namespace
 
-std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config) {
+std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config,
+                          const AlertMonitor* alerts) {
   MetricsWriter w;
   const tessera::v1::SchedulerStats stats = scheduler.GetStats();
 
@@ -109,9 +125,10 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
   w.Sample("tessera_reservations", {}, static_cast<double>(stats.reservations()));
   w.Header("tessera_last_event_seq", "gauge", "Sequence number of the newest event.");
   w.Sample("tessera_last_event_seq", {}, static_cast<double>(stats.last_event_seq()));
-  w.Summary("tessera_decision_latency_seconds", "Time to decide one job's placement.",
-            stats.decision_latency());
-  w.Summary("tessera_commit_latency_seconds", "Time of one store commit.", stats.commit_latency());
+  w.Histogram("tessera_decision_latency_seconds", "Time to decide one job's placement.",
+              stats.decision_latency());
+  w.Histogram("tessera_commit_latency_seconds", "Time of one store commit.",
+              stats.commit_latency());
   w.Summary("tessera_preemption_latency_seconds", "Time to plan one preemption.",
             stats.preemption_latency());
 
@@ -207,6 +224,18 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
            "Configured temperature at which a hot GPU takes work again.");
   w.Sample("tessera_gpu_resume_temperature_celsius", {},
            config.gpu_health().resume_temperature_c());
+  if (alerts != nullptr) {
+    w.Header("tessera_alert_threshold", "gauge",
+             "Configured alert thresholds (alerts section), in the unit of the metric compared.");
+    for (const auto& [name, value] : alerts->Thresholds()) {
+      w.Sample("tessera_alert_threshold", {{"alert", name}}, value);
+    }
+    w.Header("tessera_alert_firing", "gauge",
+             "1 for each alert firing at the last check, by alert and subject.");
+    for (const Alert& alert : alerts->Firing()) {
+      w.Sample("tessera_alert_firing", {{"alert", alert.name}, {"subject", alert.subject}}, 1);
+    }
+  }
   return w.Take();
 }
 

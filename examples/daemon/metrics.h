@@ -7,13 +7,16 @@
 
 #include <string>
 
+#include "alerts.h"
 #include "tessera/scheduler.h"
 #include "tessera/v1/config.pb.h"
 
 namespace tesserad {
 
-// The text served on GET /metrics. `config` supplies the configured alert thresholds, exposed
-// as gauges so that alert rules can compare against them.
-std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config);
+// The text served on GET /metrics. `config` supplies the GPU health limits and `alerts` (may be
+// null) the alert thresholds and the alerts firing, exposed as gauges so that alert rules can
+// compare against them.
+std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config,
+                          const AlertMonitor* alerts);
 
 }  // namespace tesserad

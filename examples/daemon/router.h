@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "alerts.h"
 #include "auth.h"
 #include "http_codec.h"
 #include "tessera/scheduler.h"
@@ -20,10 +21,12 @@ namespace tesserad {
 class Router {
  public:
   Router(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config,
-         const std::atomic<bool>& stopping, const HttpRequest& request, Principal principal)
+         const std::atomic<bool>& stopping, const AlertMonitor* alerts, const HttpRequest& request,
+         Principal principal)
       : scheduler_(scheduler),
         config_(config),
         stopping_(stopping),
+        alerts_(alerts),
         request_(request),
         principal_(std::move(principal)) {}
 
@@ -52,6 +55,7 @@ class Router {
   tessera::Scheduler& scheduler_;
   const tessera::v1::DaemonConfig& config_;
   const std::atomic<bool>& stopping_;
+  const AlertMonitor* alerts_;
   const HttpRequest& request_;
   const Principal principal_;
 };

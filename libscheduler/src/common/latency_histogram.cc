@@ -9,7 +9,11 @@ namespace tessera {
 // 10^8 s, far beyond any latency we measure.
 namespace {
 constexpr double kBase = 1.04;
-}
+// The bounds of LatencySummary.buckets, in microseconds: 1-2.5-5 steps from 1 us to 10 s.
+constexpr double kSummaryBoundsUs[] = {1,     2.5,   5,     10,    25,    50,    100,   250,
+                                       500,   1e3,   2.5e3, 5e3,   1e4,   2.5e4, 5e4,   1e5,
+                                       2.5e5, 5e5,   1e6,   2.5e6, 5e6,   1e7};
+}  // namespace
 
 int LatencyHistogram::BucketOf(int64_t ns) {
   if (ns <= 1) return 0;
@@ -59,6 +63,14 @@ v1::LatencySummary LatencyHistogram::Summary() const {
   s.set_p99_us(PercentileUsLocked(0.99));
   s.set_max_us(static_cast<double>(max_ns_) / 1000.0);
   s.set_total_us(static_cast<double>(total_ns_) / 1000.0);
+  int b = 0;
+  int64_t below = 0;
+  for (double bound_us : kSummaryBoundsUs) {
+    while (b < kBuckets && BucketUpperNs(b) <= bound_us * 1000.0) below += buckets_[b++];
+    v1::LatencyBucket* bucket = s.add_buckets();
+    bucket->set_le_us(bound_us);
+    bucket->set_count(below);
+  }
   return s;
 }
 

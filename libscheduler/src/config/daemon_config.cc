@@ -114,6 +114,18 @@ Status ValidateServer(const v1::ServerConfig& s) {
   return AtLeast(s.request_timeout_ms(), 1, "server.request_timeout_ms");
 }
 
+Status ValidateAlerts(const v1::AlertsConfig& a) {
+  TESSERA_RETURN_IF_ERROR(AtLeast(a.check_interval_ms(), 1, "alerts.check_interval_ms"));
+  if (!(a.gpu_temperature_c() > 0)) return Invalid("alerts.gpu_temperature_c", "must be > 0");
+  if (!(a.gpu_memory_used_pct() > 0 && a.gpu_memory_used_pct() <= 100)) {
+    return Invalid("alerts.gpu_memory_used_pct", "must be in (0, 100]");
+  }
+  TESSERA_RETURN_IF_ERROR(AtLeast(a.queue_pending_jobs(), 0, "alerts.queue_pending_jobs"));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(a.decision_latency_p99_us(), 0, "alerts.decision_latency_p99_us"));
+  return AtLeast(a.commit_latency_p99_us(), 0, "alerts.commit_latency_p99_us");
+}
+
 Status ValidateAuth(const v1::AuthConfig& a, const v1::ServerConfig& server) {
   std::set<std::string> hashes;
   for (int i = 0; i < a.tokens_size(); ++i) {
@@ -267,6 +279,13 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   if (!server->has_max_request_bytes()) server->set_max_request_bytes(kDefaultMaxRequestBytes);
   if (!server->has_request_timeout_ms()) server->set_request_timeout_ms(kDefaultRequestTimeoutMs);
   c->mutable_auth();
+
+  v1::AlertsConfig* alerts = c->mutable_alerts();
+  if (!alerts->has_check_interval_ms()) alerts->set_check_interval_ms(10000);
+  if (!alerts->has_gpu_temperature_c()) {
+    alerts->set_gpu_temperature_c(c->gpu_health().max_temperature_c());
+  }
+  if (!alerts->has_gpu_memory_used_pct()) alerts->set_gpu_memory_used_pct(95);
 }
 
 namespace {
@@ -373,6 +392,7 @@ Status ValidateDaemonConfig(const v1::DaemonConfig& config) {
   TESSERA_RETURN_IF_ERROR(ValidateExecutor(c));
   TESSERA_RETURN_IF_ERROR(ValidateServer(c.server()));
   TESSERA_RETURN_IF_ERROR(ValidateAuth(c.auth(), c.server()));
+  TESSERA_RETURN_IF_ERROR(ValidateAlerts(c.alerts()));
   if (c.has_simulated_cluster()) {
     TESSERA_RETURN_IF_ERROR(
         ExpandSimulatedCluster(c.simulated_cluster()).status().WithContext("simulated_cluster"));
