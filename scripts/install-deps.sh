@@ -13,7 +13,7 @@ packages=(
   doctest-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libbenchmark-dev
-  libssl-dev
+  libssl-dev openssl
   clang-format
   python3 python3-matplotlib
 )

@@ -24,7 +24,7 @@ enum class ExitCode : int {
   kServerError = 2,      // the server refused the request (4xx other than below).
   kNotFound = 3,         // 404.
   kUnauthenticated = 4,  // 401 or 403.
-  kUnavailable = 5,      // no connection, a timeout, or a 5xx.
+  kUnavailable = 5,      // no connection, a timeout, a TLS failure, or a 5xx.
 };
 
 struct CallResult {

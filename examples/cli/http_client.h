@@ -1,28 +1,50 @@
-// A tiny synchronous HTTP/1.1 client for tessctl: one connection per request, plain HTTP only.
+// A tiny synchronous HTTP/1.1 client for tessctl: one connection per request, plain HTTP or
+// HTTPS (TLS 1.2+, the server's certificate and name verified unless told otherwise).
 //
 // Thread safety: an HttpClient holds no connection between calls; use one per thread.
 #pragma once
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace tessera::cli {
 
-// Where tesserad listens, parsed from a URL such as "http://127.0.0.1:8080" or
-// "http://[::1]:8080/prefix".
+// Where tesserad listens, parsed from a URL such as "http://127.0.0.1:8080",
+// "https://scheduler.example.com" or "http://[::1]:8080/prefix".
 struct ServerAddress {
+  bool tls = false;  // https://
   std::string host;
-  std::string port = "80";
-  std::string base_path;  // prepended to every request target; no trailing '/'.
+  std::string port = "80";  // 443 for https:// without a port.
+  std::string base_path;    // prepended to every request target; no trailing '/'.
 };
 
-// Parses `url`. Returns false and sets `error` for anything but an http:// URL.
+// Parses `url`. Returns false and sets `error` for anything but an http:// or https:// URL.
 bool ParseServerUrl(const std::string& url, ServerAddress* address, std::string* error);
 
+// How the server's certificate is checked on https://.
+struct TlsOptions {
+  // PEM certificates to trust instead of the system's store (a private CA, or a self-signed
+  // server certificate). Empty: the system trust store.
+  std::string ca_file;
+  // Skip verification of the certificate and the host name. For testing only: anyone on the path
+  // can then read and change the traffic, bearer token included.
+  bool insecure = false;
+};
+
+// Builds the TLS context every https:// request uses. Returns null and sets `error` when
+// `options.ca_file` cannot be read or holds no PEM certificate.
+std::shared_ptr<boost::asio::ssl::context> MakeTlsClientContext(const TlsOptions& options,
+                                                                std::string* error);
+
 struct HttpResponse {
-  // The HTTP status, or 0 when no response came back (refused, reset, timed out); then
-  // `transport_error` says why.
+  // The HTTP status, or 0 when no response came back (refused, reset, timed out, a failed TLS
+  // handshake or certificate verification); then `transport_error` says why.
   int status = 0;
   std::string body;
   std::string transport_error;
@@ -30,8 +52,10 @@ struct HttpResponse {
 
 class HttpClient {
  public:
-  // `token` empty sends no Authorization header.
-  HttpClient(ServerAddress address, std::string token);
+  // `token` empty sends no Authorization header. `tls` (from MakeTlsClientContext) is required
+  // for an https:// address and unused for http://.
+  HttpClient(ServerAddress address, std::string token,
+             std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
 
   // Sends one request and waits for the whole response, for at most `timeout`. `target` is the
   // path and query, without the base path. `body` non-empty is sent as application/json.
@@ -42,6 +66,7 @@ class HttpClient {
  private:
   ServerAddress address_;
   std::string token_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
 };
 
 // Percent-encodes a query parameter value or path segment.

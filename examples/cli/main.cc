@@ -16,7 +16,8 @@ constexpr char kFooter[] = R"(Exit codes:
   2  the server refused the request (HTTP 4xx other than 401, 403, 404)
   3  not found (HTTP 404)
   4  unauthenticated or forbidden (HTTP 401, 403)
-  5  server unavailable (connection refused, timeout, HTTP 5xx)
+  5  server unavailable (connection refused, timeout, TLS handshake or certificate
+     verification failure, HTTP 5xx)
 Errors print the server's message on stderr. See docs/cli.md.)";
 
 std::string EnvOr(const char* name, const std::string& fallback) {
@@ -33,10 +34,16 @@ int main(int argc, char** argv) {
 
   std::string server = EnvOr("TESSERA_SERVER", "http://127.0.0.1:8080");
   std::string token = EnvOr("TESSERA_TOKEN", "");
+  tessera::cli::TlsOptions tls{.ca_file = EnvOr("TESSERA_CACERT", "")};
   std::string output_format = "table";
-  app.add_option("--server", server, "tesserad URL (http:// only); env TESSERA_SERVER")
+  app.add_option("--server", server, "tesserad URL, http:// or https://; env TESSERA_SERVER")
       ->capture_default_str();
   app.add_option("--token", token, "bearer token; env TESSERA_TOKEN");
+  app.add_option("--cacert", tls.ca_file,
+                 "https: trust the PEM certificates in FILE (a private CA or a self-signed "
+                 "server certificate) instead of the system's; env TESSERA_CACERT");
+  app.add_flag("--insecure", tls.insecure,
+               "https: do not verify the server's certificate or name; for testing only");
   app.add_option("-o,--output", output_format, "table (aligned columns) or json (protobuf JSON)")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -127,7 +134,15 @@ int main(int argc, char** argv) {
     std::cerr << "tessctl: " << error << '\n';
     return static_cast<int>(ExitCode::kUsage);
   }
-  const tessera::cli::ApiClient api(tessera::cli::HttpClient(address, token), server);
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
+  if (address.tls) {
+    tls_context = tessera::cli::MakeTlsClientContext(tls, &error);
+    if (tls_context == nullptr) {
+      std::cerr << "tessctl: " << error << '\n';
+      return static_cast<int>(ExitCode::kUsage);
+    }
+  }
+  const tessera::cli::ApiClient api(tessera::cli::HttpClient(address, token, tls_context), server);
   const tessera::cli::Output output{.json = output_format == "json"};
 
   ExitCode code = ExitCode::kUsage;

@@ -3,10 +3,13 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace tesserad {
@@ -16,38 +19,83 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// One connection: reads a request, runs it on a worker, writes the response, repeats while the
-// client keeps the connection alive. Everything but the handler runs on the session's strand.
-class Session : public std::enable_shared_from_this<Session> {
+// What the server needs of a connection of either kind.
+class Connection {
  public:
-  Session(tcp::socket socket, Api& api, asio::thread_pool& workers, const ServerLimits& limits,
-          const std::atomic<bool>& stopping)
-      : stream_(std::move(socket)),
+  virtual ~Connection() = default;
+  // Closes the connection now if it is waiting for a request, else after the current response.
+  virtual void Stop() = 0;
+};
+
+namespace {
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// close_notify is a courtesy to the client; one that never answers ours must not hold up the
+// daemon's exit.
+constexpr std::chrono::seconds kTlsShutdownTimeout{2};
+
+// One connection: (for TLS, completes the handshake,) reads a request, runs it on a worker,
+// writes the response, repeats while the client keeps the connection alive. Everything but the
+// handler runs on the session's strand. `Stream` is PlainStream or TlsStream; the request loop is
+// the same for both.
+template <typename Stream>
+class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  // `stream_args` construct the Stream: the accepted socket, then for TLS the SSL context.
+  template <typename... StreamArgs>
+  Session(Api& api, asio::thread_pool& workers, const ServerLimits& limits,
+          const std::atomic<bool>& stopping, StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...),
         api_(api),
         workers_(workers),
         limits_(limits),
         stopping_(stopping) {}
 
   void Start() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->Handshake();
+      } else {
+        self->Read();
+      }
+    });
   }
 
-  // Closes the connection now if it is waiting for a request, else after the current response.
-  void Stop() {
-    asio::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (!self->busy_) self->Close();
+  void Stop() override {
+    // Cancelling the read lets its handler close the connection, so a TLS shutdown never runs
+    // alongside a pending read on the same stream.
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      if (!self->busy_) self->tcp().cancel();
     });
   }
 
  private:
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+
+  // A client that connects and never completes the handshake is cut off like one that never
+  // completes its request.
+  void Handshake() {
+    tcp().expires_after(limits_.request_timeout);
+    stream_.async_handshake(asio::ssl::stream_base::server,
+                            [self = this->shared_from_this()](beast::error_code ec) {
+                              if (ec) return self->CloseSocket();  // e.g. plain HTTP, or a timeout.
+                              self->handshake_done_ = true;
+                              self->Read();
+                            });
+  }
+
   void Read() {
     if (stopping_.load()) return Close();
     parser_.emplace();
     parser_->body_limit(limits_.max_request_bytes);
-    stream_.expires_after(limits_.request_timeout);
+    tcp().expires_after(limits_.request_timeout);
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -59,12 +107,13 @@ class Session : public std::enable_shared_from_this<Session> {
       response.keep_alive(false);
       return Write(std::move(response));
     }
-    if (ec) return Close();  // closed by the peer, timed out, or malformed HTTP.
+    // Closed by the peer, timed out, stopped, or malformed HTTP.
+    if (ec) return Close();
     busy_ = true;
-    stream_.expires_never();
+    tcp().expires_never();
     auto request = std::make_shared<HttpRequest>(parser_->release());
     // The guard keeps the io_context running while the worker holds the request.
-    asio::post(workers_, [self = shared_from_this(), request,
+    asio::post(workers_, [self = this->shared_from_this(), request,
                           guard = asio::make_work_guard(stream_.get_executor())] {
       HttpResponse response = self->api_.Handle(*request);
       asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
@@ -76,23 +125,39 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(HttpResponse response) {
     if (stopping_.load()) response.keep_alive(false);
     response_ = std::make_shared<HttpResponse>(std::move(response));
-    stream_.expires_after(limits_.request_timeout);
+    tcp().expires_after(limits_.request_timeout);
     http::async_write(stream_, *response_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                         self->busy_ = false;
-                        if (ec || !self->response_->keep_alive()) return self->Close();
+                        if (ec) return self->CloseSocket();
+                        if (!self->response_->keep_alive()) return self->Close();
                         self->response_.reset();
                         self->Read();
                       });
   }
 
+  // Ends the connection: for TLS, with a close_notify first, so the client can tell the end of
+  // the stream from a truncation.
   void Close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    if constexpr (kTls) {
+      if (handshake_done_ && !shutting_down_) {
+        shutting_down_ = true;
+        tcp().expires_after(kTlsShutdownTimeout);
+        stream_.async_shutdown(
+            [self = this->shared_from_this()](beast::error_code) { self->CloseSocket(); });
+        return;
+      }
+    }
+    CloseSocket();
   }
 
-  beast::tcp_stream stream_;
+  void CloseSocket() {
+    beast::error_code ignored;
+    tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp().close();
+  }
+
+  Stream stream_;
   Api& api_;
   asio::thread_pool& workers_;
   const ServerLimits& limits_;
@@ -101,7 +166,11 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpResponse> response_;
   bool busy_ = false;
+  bool handshake_done_ = false;
+  bool shutting_down_ = false;
 };
+
+}  // namespace
 
 HttpServer::HttpServer(asio::io_context& io, Api& api, ServerLimits limits)
     : io_(io),
@@ -111,6 +180,22 @@ HttpServer::HttpServer(asio::io_context& io, Api& api, ServerLimits limits)
       workers_(static_cast<size_t>(limits.workers)) {}
 
 HttpServer::~HttpServer() { JoinWorkers(); }
+
+void HttpServer::EnableTls(std::unique_ptr<asio::ssl::context> context) {
+  tls_context_ = std::move(context);
+}
+
+bool HttpServer::tls() const { return tls_context_ != nullptr; }
+
+template <typename SessionType>
+void HttpServer::Track(std::shared_ptr<SessionType> session) {
+  {
+    std::lock_guard lock(sessions_mutex_);
+    std::erase_if(sessions_, [](const auto& weak) { return weak.expired(); });
+    sessions_.push_back(session);
+  }
+  session->Start();
+}
 
 tessera::Status HttpServer::Listen(const std::string& listen) {
   const size_t colon = listen.rfind(':');
@@ -150,14 +235,13 @@ void HttpServer::Accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
     if (stopping_.load() || !acceptor_.is_open()) return;
     if (!ec) {
-      auto session =
-          std::make_shared<Session>(std::move(socket), api_, workers_, limits_, stopping_);
-      {
-        std::lock_guard lock(sessions_mutex_);
-        std::erase_if(sessions_, [](const auto& weak) { return weak.expired(); });
-        sessions_.push_back(session);
+      if (tls_context_ != nullptr) {
+        Track(std::make_shared<Session<TlsStream>>(api_, workers_, limits_, stopping_,
+                                                   std::move(socket), *tls_context_));
+      } else {
+        Track(std::make_shared<Session<PlainStream>>(api_, workers_, limits_, stopping_,
+                                                     std::move(socket)));
       }
-      session->Start();
     }
     Accept();
   });

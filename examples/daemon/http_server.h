@@ -1,14 +1,16 @@
-// The HTTP/1.1 server of tesserad: accepts connections with Boost.Beast on Asio, reads requests
-// up to the configured size and time limits, and hands each to the Api on a worker pool (a
-// request may block: a durable submit waits for its commit, an event watch long-polls), so the
-// network threads never wait on the scheduler.
+// The HTTP/1.1 server of tesserad: accepts connections with Boost.Beast on Asio (plain HTTP, or
+// only HTTPS once EnableTls has a context), reads requests up to the configured size and time
+// limits, and hands each to the Api on a worker pool (a request may block: a durable submit waits
+// for its commit, an event watch long-polls), so the network threads never wait on the scheduler.
 //
-// Thread safety: Listen and Start before running the io_context; Shutdown from any thread.
+// Thread safety: EnableTls, Listen and Start before running the io_context; Shutdown from any
+// thread.
 #pragma once
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <memory>
@@ -21,7 +23,7 @@
 
 namespace tesserad {
 
-class Session;
+class Connection;
 
 struct ServerLimits {
   uint64_t max_request_bytes = 1 << 20;
@@ -33,6 +35,10 @@ class HttpServer {
  public:
   HttpServer(boost::asio::io_context& io, Api& api, ServerLimits limits);
   ~HttpServer();
+
+  // Serves HTTPS with `context` (see LoadServerTlsContext) instead of plain HTTP.
+  void EnableTls(std::unique_ptr<boost::asio::ssl::context> context);
+  bool tls() const;
 
   // Binds `listen` ("host:port", "[v6]:port"; port 0 picks a free port).
   // Errors: INVALID_ARGUMENT (cannot parse), UNAVAILABLE (cannot bind).
@@ -48,15 +54,18 @@ class HttpServer {
 
  private:
   void Accept();
+  template <typename SessionType>
+  void Track(std::shared_ptr<SessionType> session);
 
   boost::asio::io_context& io_;
   Api& api_;
   const ServerLimits limits_;
+  std::unique_ptr<boost::asio::ssl::context> tls_context_;  // null: plain HTTP.
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::thread_pool workers_;
   std::atomic<bool> stopping_{false};
   std::mutex sessions_mutex_;
-  std::vector<std::weak_ptr<Session>> sessions_;
+  std::vector<std::weak_ptr<Connection>> sessions_;
 };
 
 }  // namespace tesserad

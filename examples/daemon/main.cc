@@ -3,15 +3,17 @@
 //   tesserad [--config FILE]
 //
 // Loads the configuration (no file: the embedded defaults), opens the scheduler, serves the HTTP
-// API until SIGTERM or SIGINT, then stops accepting, finishes the requests in flight and closes
-// the scheduler, which flushes the store. Exit status: 0 after a clean shutdown, 1 when the
-// configuration is bad or the scheduler or listener cannot start, 2 for a bad command line.
+// API (HTTPS when server.tls_cert_file and tls_key_file are set) until SIGTERM or SIGINT, then
+// stops accepting, finishes the requests in flight and closes the scheduler, which flushes the
+// store. Exit status: 0 after a clean shutdown, 1 when the configuration (TLS files included) is
+// bad or the scheduler or listener cannot start, 2 for a bad command line.
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -21,6 +23,7 @@
 #include "http_server.h"
 #include "tessera/daemon_config.h"
 #include "tessera/scheduler.h"
+#include "tls_context.h"
 
 namespace {
 
@@ -55,6 +58,15 @@ int main(int argc, char** argv) {
   auto options = tessera::ToOptions(*config);
   if (!options.ok()) return Fail(options.status().ToString());
 
+  // Before the store is touched, so that bad TLS files change nothing.
+  std::unique_ptr<boost::asio::ssl::context> tls_context;
+  if (!config->server().tls_cert_file().empty()) {
+    auto loaded = tesserad::LoadServerTlsContext(config->server().tls_cert_file(),
+                                                 config->server().tls_key_file());
+    if (!loaded.ok()) return Fail(loaded.status().ToString());
+    tls_context = std::move(*loaded);
+  }
+
   const std::filesystem::path store_dir = std::filesystem::path(options->store.path).parent_path();
   std::error_code fs_error;
   if (!store_dir.empty()) std::filesystem::create_directories(store_dir, fs_error);
@@ -77,9 +89,7 @@ int main(int argc, char** argv) {
   limits.max_request_bytes = static_cast<uint64_t>(config->server().max_request_bytes());
   limits.request_timeout = std::chrono::milliseconds(config->server().request_timeout_ms());
   tesserad::HttpServer server(io, api, limits);
-  if (!config->server().tls_cert_file().empty()) {
-    return Fail("server.tls_cert_file: TLS is not implemented yet");
-  }
+  if (tls_context != nullptr) server.EnableTls(std::move(tls_context));
   if (auto s = server.Listen(config->server().listen()); !s.ok()) return Fail(s.ToString());
 
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
@@ -94,7 +104,8 @@ int main(int argc, char** argv) {
   const auto endpoint = server.local_endpoint();
   std::string host = endpoint.address().to_string();
   if (endpoint.address().is_v6()) host = "[" + host + "]";
-  std::cout << "tesserad: listening on http://" << host << ":" << endpoint.port() << std::endl;
+  std::cout << "tesserad: listening on " << (server.tls() ? "https://" : "http://") << host << ":"
+            << endpoint.port() << std::endl;
 
   std::vector<std::thread> threads;
   for (int i = 0; i < 1; ++i) threads.emplace_back([&io] { io.run(); });

@@ -423,7 +423,7 @@ TEST_CASE("tessctl usage errors exit 1 without calling the server") {
   CHECK(RunTessctl({"--server", server.url(), "-o", "yaml", "ls"}).exit_code == 1);
   CHECK(RunTessctl({"--server", server.url(), "get"}).exit_code == 1);
   CHECK(RunTessctl({"--server", server.url(), "submit", "--gpus", "2"}).exit_code == 1);
-  CHECK(RunTessctl({"--server", "https://example.com", "ls"}).exit_code == 1);
+  CHECK(RunTessctl({"--server", "ftp://example.com", "ls"}).exit_code == 1);
   CHECK(server.requests().empty());
 
   const RunResult help = RunTessctl({"--help"});
