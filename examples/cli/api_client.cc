@@ -8,8 +8,6 @@ namespace {
 
 namespace pb = google::protobuf;
 
-constexpr int kRequestTimeoutMs = 30000;
-
 pb::util::JsonParseOptions LenientParse() {
   pb::util::JsonParseOptions options;
   // A newer daemon may add fields; an older tessctl should still read what it knows.
@@ -30,15 +28,15 @@ CallResult ParseMessage(const std::string& body, const std::string& what, pb::Me
 
 }  // namespace
 
-ApiClient::ApiClient(HttpClient http, std::string server_url)
-    : http_(std::move(http)), server_url_(std::move(server_url)) {}
+ApiClient::ApiClient(HttpClient http, std::string server_url, std::chrono::milliseconds timeout)
+    : http_(std::move(http)), server_url_(std::move(server_url)), timeout_(timeout) {}
 
 HttpResponse ApiClient::Call(const std::string& method, const std::string& target,
                              const std::string& body,
                              const std::map<std::string, std::string>& headers,
                              int extra_wait_ms) const {
   return http_.Send(method, target, body, headers,
-                    std::chrono::milliseconds(kRequestTimeoutMs + extra_wait_ms));
+                    timeout_ + std::chrono::milliseconds(extra_wait_ms));
 }
 
 CallResult ApiClient::Check(const HttpResponse& response) const {

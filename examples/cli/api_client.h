@@ -4,6 +4,7 @@
 // Thread safety: an ApiClient is a plain value over an HttpClient; use one per thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,7 +36,9 @@ struct CallResult {
 
 class ApiClient {
  public:
-  ApiClient(HttpClient http, std::string server_url);
+  // `timeout` bounds each call (a long poll gets its wait on top).
+  ApiClient(HttpClient http, std::string server_url,
+            std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   // POST /v1/jobs. `idempotency_key` empty sends no Idempotency-Key header.
   CallResult SubmitJob(const v1::JobSpec& spec, const std::string& idempotency_key,
@@ -67,6 +70,7 @@ class ApiClient {
 
   HttpClient http_;
   std::string server_url_;
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace tessera::cli

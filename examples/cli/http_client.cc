@@ -3,6 +3,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -13,6 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/version.hpp>
+
 #include <cctype>
 #include <optional>
 
@@ -28,16 +31,43 @@ using Request = http::request<http::string_body>;
 
 constexpr std::chrono::seconds kConnectTimeout{5};
 
-// Writes `request` and reads the whole response over a connected plain or TLS stream.
+// Beast's deadlines (expires_after) bound asynchronous operations only; blocking calls would wait
+// for ever on a server that accepts and never answers. So every step runs asynchronously on the
+// call's own io_context, which runs until the step is done or its deadline has passed, and a
+// failed step throws like the blocking call would.
+void RunStep(asio::io_context& io, const beast::error_code& result) {
+  io.run();
+  io.restart();
+  if (result) throw beast::system_error(result);
+}
+
+template <typename Endpoints>
+void Connect(asio::io_context& io, beast::tcp_stream& stream, const Endpoints& endpoints,
+             std::chrono::milliseconds timeout) {
+  beast::error_code result;
+  stream.expires_after(std::min<std::chrono::milliseconds>(kConnectTimeout, timeout));
+  stream.async_connect(endpoints, [&result](beast::error_code ec, const auto&) { result = ec; });
+  RunStep(io, result);
+}
+
+bool IsTimeout(const beast::error_code& ec) {
+  return ec == beast::error::timeout || ec == asio::error::timed_out;
+}
+
+// Writes `request` and reads the whole response over a connected plain or TLS stream, within
+// `timeout` from now.
 template <typename Stream>
-void Exchange(Stream& stream, const Request& request, std::chrono::milliseconds timeout,
-              HttpResponse* result) {
+void Exchange(asio::io_context& io, Stream& stream, const Request& request,
+              std::chrono::milliseconds timeout, HttpResponse* result) {
   beast::get_lowest_layer(stream).expires_after(timeout);
-  http::write(stream, request);
+  beast::error_code step;
+  http::async_write(stream, request, [&step](beast::error_code ec, size_t) { step = ec; });
+  RunStep(io, step);
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 * 1024 * 1024);
-  http::read(stream, buffer, parser);
+  http::async_read(stream, buffer, parser, [&step](beast::error_code ec, size_t) { step = ec; });
+  RunStep(io, step);
   result->status = static_cast<int>(parser.get().result_int());
   result->body = std::move(parser.get().body());
 }
@@ -165,27 +195,34 @@ HttpResponse HttpClient::Send(const std::string& method, const std::string& targ
     const auto endpoints = resolver.resolve(address_.host, address_.port);
     if (!address_.tls) {
       beast::tcp_stream stream(io);
-      stream.expires_after(kConnectTimeout);
-      stream.connect(endpoints);
-      Exchange(stream, request, timeout, &result);
+      Connect(io, stream, endpoints, timeout);
+      Exchange(io, stream, request, timeout, &result);
       beast::error_code ignored;
       stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
       return result;
     }
     tls_stream.emplace(io, *tls_);
     ExpectPeerName(tls_stream->native_handle(), address_.host);
-    beast::get_lowest_layer(*tls_stream).expires_after(kConnectTimeout);
-    beast::get_lowest_layer(*tls_stream).connect(endpoints);
+    Connect(io, beast::get_lowest_layer(*tls_stream), endpoints, timeout);
     handshaking = true;
-    tls_stream->handshake(ssl::stream_base::client);
+    beast::error_code handshake;
+    beast::get_lowest_layer(*tls_stream).expires_after(timeout);
+    tls_stream->async_handshake(ssl::stream_base::client,
+                                [&handshake](beast::error_code ec) { handshake = ec; });
+    RunStep(io, handshake);
     handshaking = false;
-    Exchange(*tls_stream, request, timeout, &result);
+    Exchange(io, *tls_stream, request, timeout, &result);
     // No close_notify exchange: the response is complete by its Content-Length, so a truncation
     // cannot go unnoticed, and waiting for the server's close_notify would only add a round trip.
     beast::get_lowest_layer(*tls_stream).close();
   } catch (const beast::system_error& e) {
     result.status = 0;
     result.transport_error = e.code().message();
+    if (IsTimeout(e.code())) {
+      result.transport_error = "no reply within " + std::to_string(timeout.count()) + " ms";
+      if (handshaking) result.transport_error += " (during the TLS handshake)";
+      return result;
+    }
     if (!handshaking) return result;
     result.transport_error = "TLS handshake failed: " + e.code().message();
     const long verify = SSL_get_verify_result(tls_stream->native_handle());

@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
                  "server certificate) instead of the system's; env TESSERA_CACERT");
   app.add_flag("--insecure", tls.insecure,
                "https: do not verify the server's certificate or name; for testing only");
+  double timeout_s = 30;
+  app.add_option("--timeout", timeout_s,
+                 "seconds to wait for the server on each request (connect: at most 5)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("-o,--output", output_format, "table (aligned columns) or json (protobuf JSON)")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -142,7 +147,9 @@ int main(int argc, char** argv) {
       return static_cast<int>(ExitCode::kUsage);
     }
   }
-  const tessera::cli::ApiClient api(tessera::cli::HttpClient(address, token, tls_context), server);
+  const tessera::cli::ApiClient api(
+      tessera::cli::HttpClient(address, token, tls_context), server,
+      std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
   const tessera::cli::Output output{.json = output_format == "json"};
 
   ExitCode code = ExitCode::kUsage;

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -414,6 +415,19 @@ TEST_CASE("tessctl exit codes follow the HTTP status and print the server's mess
   const RunResult refused = RunTessctl({"--server", RefusedUrl(), "queues"});
   CHECK(refused.exit_code == 5);
   CHECK(refused.err.find("cannot reach") != std::string::npos);
+}
+
+TEST_CASE("tessctl gives up on a server that accepts but never answers (--timeout)") {
+  // The kernel completes the connection from the listen backlog; nobody ever reads or writes.
+  asio::io_context io;
+  tcp::acceptor silent(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const std::string url = "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port());
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult run = RunTessctl({"--server", url, "--timeout", "0.5", "queues"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(run.exit_code == 5);
+  CHECK(run.err.find("no reply within 500 ms") != std::string::npos);
+  CHECK(took < std::chrono::seconds(5));
 }
 
 TEST_CASE("tessctl usage errors exit 1 without calling the server") {

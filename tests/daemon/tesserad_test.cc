@@ -181,7 +181,8 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     Reply got = daemon.Call(verb::get, "/v1/jobs/" + id);
     CHECK(got.status == 200);
     CHECK(got.body.find("\"queue\":\"default\"") != std::string::npos);
-    Reply listed = daemon.Call(verb::get, "/v1/jobs?queue=default&state=RUNNING&state=PENDING");
+    Reply listed = daemon.Call(
+        verb::get, "/v1/jobs?queue=default&state=PENDING,ADMITTED,STARTING&state=RUNNING");
     CHECK(listed.status == 200);
     CHECK(listed.body.find("\"id\":\"" + id + "\"") != std::string::npos);
     CHECK(daemon.Call(verb::get, "/v1/jobs?state=BOGUS").status == 400);
