@@ -134,8 +134,27 @@ CallResult ApiClient::ListNodes(std::vector<v1::Node>* nodes) const {
   return {};
 }
 
+CallResult ApiClient::WriteQueue(const v1::QueueSpec& spec, bool create, v1::Queue* queue) const {
+  std::string body;
+  if (auto status = pb::util::MessageToJsonString(spec, &body); !status.ok()) {
+    return {ExitCode::kUsage, "cannot encode the queue: " + std::string(status.message())};
+  }
+  const HttpResponse response =
+      create ? Call("POST", "/v1/queues", body) : Call("PUT", "/v1/queues/" + spec.name(), body);
+  if (CallResult result = Check(response); !result.ok()) return result;
+  return ParseMessage(response.body, "queue", queue);
+}
+
+CallResult ApiClient::DeleteQueue(const std::string& name) const {
+  return Check(Call("DELETE", "/v1/queues/" + name, ""));
+}
+
 CallResult ApiClient::NodeAction(const std::string& name, const std::string& action) const {
   return Check(Call("POST", "/v1/nodes/" + UrlEncode(name) + ":" + action, ""));
+}
+
+CallResult ApiClient::Backup(const BodySink& sink) const {
+  return Check(http_.Download("/v1/admin/backup", timeout_, sink));
 }
 
 CallResult ApiClient::WatchEvents(uint64_t after_seq, int max, int wait_ms,

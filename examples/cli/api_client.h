@@ -53,10 +53,16 @@ class ApiClient {
                       v1::ListJobsResponse* response) const;
   // GET /v1/queues.
   CallResult ListQueues(std::vector<v1::Queue>* queues) const;
+  // POST /v1/queues (create) or PUT /v1/queues/{name} (update); the stored queue back.
+  CallResult WriteQueue(const v1::QueueSpec& spec, bool create, v1::Queue* queue) const;
+  // DELETE /v1/queues/{name}.
+  CallResult DeleteQueue(const std::string& name) const;
   // GET /v1/nodes.
   CallResult ListNodes(std::vector<v1::Node>* nodes) const;
   // POST /v1/nodes/{name}:{action}; action is "cordon", "drain" or "uncordon".
   CallResult NodeAction(const std::string& name, const std::string& action) const;
+  // GET /v1/admin/backup: a consistent copy of the store, streamed into `sink`.
+  CallResult Backup(const BodySink& sink) const;
   // GET /v1/events: waits up to `wait_ms` on the server for events after `after_seq`; continue
   // from the response's next_after_seq.
   CallResult WatchEvents(uint64_t after_seq, int max, int wait_ms,

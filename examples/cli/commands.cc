@@ -264,6 +264,29 @@ ExitCode ListQueues(const ApiClient& api, const Output& output) {
   return ExitCode::kOk;
 }
 
+ExitCode WriteQueue(const ApiClient& api, const Output& output, const std::string& file,
+                    bool create) {
+  v1::QueueSpec spec;
+  if (Status status = ReadMessageFile(file, &spec); !status.ok()) {
+    return UsageError(status.message());
+  }
+  if (spec.name().empty()) return UsageError(file + ": name: required");
+  v1::Queue queue;
+  if (CallResult result = api.WriteQueue(spec, create, &queue); !result.ok()) return Fail(result);
+  if (output.json) {
+    std::cout << ToJson(queue, false) << '\n';
+  } else {
+    std::cout << "queue " << queue.spec().name() << (create ? " created" : " updated") << '\n';
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode DeleteQueue(const ApiClient& api, const std::string& name) {
+  if (CallResult result = api.DeleteQueue(name); !result.ok()) return Fail(result);
+  std::cout << "queue " << name << " deleted\n";
+  return ExitCode::kOk;
+}
+
 ExitCode ListNodes(const ApiClient& api, const Output& output) {
   std::vector<v1::Node> nodes;
   if (CallResult result = api.ListNodes(&nodes); !result.ok()) return Fail(result);

@@ -32,6 +32,11 @@ ExitCode ListJobs(const ApiClient& api, const Output& output, const std::string&
 ExitCode GetJob(const ApiClient& api, const Output& output, const std::string& id);
 ExitCode CancelJob(const ApiClient& api, const Output& output, const std::string& id);
 ExitCode ListQueues(const ApiClient& api, const Output& output);
+// `queue create|update -f FILE`: a QueueSpec from YAML or JSON (as submit -f reads a JobSpec).
+ExitCode WriteQueue(const ApiClient& api, const Output& output, const std::string& file,
+                    bool create);
+// `queue delete NAME`.
+ExitCode DeleteQueue(const ApiClient& api, const std::string& name);
 ExitCode ListNodes(const ApiClient& api, const Output& output);
 // action: "cordon", "drain" or "uncordon".
 ExitCode NodeAction(const ApiClient& api, const std::string& node, const std::string& action);
@@ -39,5 +44,15 @@ ExitCode NodeAction(const ApiClient& api, const std::string& node, const std::st
 ExitCode Watch(const ApiClient& api, const Output& output, uint64_t after_seq, int limit);
 // Queue and node summary, redrawn every second unless `once`.
 ExitCode Top(const ApiClient& api, const Output& output, bool once);
+
+// store_commands.cc
+// `backup FILE`: downloads a consistent copy of the daemon's store to FILE (through
+// FILE.partial, renamed when complete and synced), with progress on stderr unless `quiet`.
+ExitCode Backup(const ApiClient& api, const Output& output, const std::string& file, bool quiet);
+// `restore FILE --store PATH`: replaces the store of a stopped daemon with the backup FILE
+// (tessera::RestoreStore; the previous store is kept as PATH.pre-restore unless
+// `discard_current`). Runs locally; refuses while a daemon has the store open.
+ExitCode Restore(const Output& output, const std::string& file, const std::string& store,
+                 bool discard_current, bool quiet);
 
 }  // namespace tessera::cli

@@ -17,7 +17,9 @@
 #include <boost/beast/version.hpp>
 
 #include <cctype>
+#include <limits>
 #include <optional>
+#include <vector>
 
 namespace tessera::cli {
 namespace {
@@ -54,22 +56,57 @@ bool IsTimeout(const beast::error_code& ec) {
   return ec == beast::error::timeout || ec == asio::error::timed_out;
 }
 
-// Writes `request` and reads the whole response over a connected plain or TLS stream, within
-// `timeout` from now.
+// Writes `request` and reads the response over a connected plain or TLS stream: the whole
+// response within `timeout` from now, or, with a `sink`, a 2xx body piece by piece into it, each
+// piece within `timeout`.
 template <typename Stream>
 void Exchange(asio::io_context& io, Stream& stream, const Request& request,
-              std::chrono::milliseconds timeout, HttpResponse* result) {
+              std::chrono::milliseconds timeout, const BodySink* sink, HttpResponse* result) {
   beast::get_lowest_layer(stream).expires_after(timeout);
   beast::error_code step;
   http::async_write(stream, request, [&step](beast::error_code ec, size_t) { step = ec; });
   RunStep(io, step);
   beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(64 * 1024 * 1024);
-  http::async_read(stream, buffer, parser, [&step](beast::error_code ec, size_t) { step = ec; });
+  if (sink == nullptr) {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    http::async_read(stream, buffer, parser, [&step](beast::error_code ec, size_t) { step = ec; });
+    RunStep(io, step);
+    result->status = static_cast<int>(parser.get().result_int());
+    result->body = std::move(parser.get().body());
+    return;
+  }
+  http::response_parser<http::buffer_body> parser;
+  // No limit; not boost::none, which Boost 1.74 compares as "exceeded" for a known length.
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  http::async_read_header(stream, buffer, parser,
+                          [&step](beast::error_code ec, size_t) { step = ec; });
   RunStep(io, step);
   result->status = static_cast<int>(parser.get().result_int());
-  result->body = std::move(parser.get().body());
+  const bool to_sink = result->status >= 200 && result->status < 300;
+  const std::optional<uint64_t> total =
+      parser.content_length() ? std::optional<uint64_t>(*parser.content_length()) : std::nullopt;
+  uint64_t received = 0;
+  std::vector<char> piece(1 << 16);
+  while (!parser.is_done()) {
+    parser.get().body().data = piece.data();
+    parser.get().body().size = piece.size();
+    beast::get_lowest_layer(stream).expires_after(timeout);
+    http::async_read(stream, buffer, parser, [&step](beast::error_code ec, size_t) { step = ec; });
+    io.run();
+    io.restart();
+    if (step && step != http::error::need_buffer) throw beast::system_error(step);
+    const size_t got = piece.size() - parser.get().body().size;
+    if (!to_sink) {
+      result->body.append(piece.data(), got);
+      continue;
+    }
+    if (got > 0 && !sink->write(piece.data(), got)) {
+      throw beast::system_error(asio::error::operation_aborted);
+    }
+    received += got;
+    if (sink->progress) sink->progress(received, total);
+  }
 }
 
 // Asks OpenSSL to check the certificate against `host` during the handshake: the DNS names (or
@@ -172,12 +209,24 @@ HttpResponse HttpClient::Send(const std::string& method, const std::string& targ
                               const std::string& body,
                               const std::map<std::string, std::string>& headers,
                               std::chrono::milliseconds timeout) const {
+  return Perform(method, target, body, headers, timeout, nullptr);
+}
+
+HttpResponse HttpClient::Download(const std::string& target, std::chrono::milliseconds timeout,
+                                  const BodySink& sink) const {
+  return Perform("GET", target, "", {}, timeout, &sink);
+}
+
+HttpResponse HttpClient::Perform(const std::string& method, const std::string& target,
+                                 const std::string& body,
+                                 const std::map<std::string, std::string>& headers,
+                                 std::chrono::milliseconds timeout, const BodySink* sink) const {
   Request request(http::string_to_verb(method), address_.base_path + target, 11);
   const bool ipv6 = address_.host.find(':') != std::string::npos;
   request.set(http::field::host,
               (ipv6 ? "[" + address_.host + "]" : address_.host) + ":" + address_.port);
   request.set(http::field::user_agent, "tessctl");
-  request.set(http::field::accept, "application/json");
+  request.set(http::field::accept, sink == nullptr ? "application/json" : "*/*");
   if (!token_.empty()) request.set(http::field::authorization, "Bearer " + token_);
   for (const auto& [name, value] : headers) request.set(name, value);
   if (!body.empty()) {
@@ -196,7 +245,7 @@ HttpResponse HttpClient::Send(const std::string& method, const std::string& targ
     if (!address_.tls) {
       beast::tcp_stream stream(io);
       Connect(io, stream, endpoints, timeout);
-      Exchange(io, stream, request, timeout, &result);
+      Exchange(io, stream, request, timeout, sink, &result);
       beast::error_code ignored;
       stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
       return result;
@@ -211,13 +260,17 @@ HttpResponse HttpClient::Send(const std::string& method, const std::string& targ
                                 [&handshake](beast::error_code ec) { handshake = ec; });
     RunStep(io, handshake);
     handshaking = false;
-    Exchange(io, *tls_stream, request, timeout, &result);
+    Exchange(io, *tls_stream, request, timeout, sink, &result);
     // No close_notify exchange: the response is complete by its Content-Length, so a truncation
     // cannot go unnoticed, and waiting for the server's close_notify would only add a round trip.
     beast::get_lowest_layer(*tls_stream).close();
   } catch (const beast::system_error& e) {
     result.status = 0;
     result.transport_error = e.code().message();
+    if (e.code() == asio::error::operation_aborted) {
+      result.transport_error = "the received data could not be stored";
+      return result;
+    }
     if (IsTimeout(e.code())) {
       result.transport_error = "no reply within " + std::to_string(timeout.count()) + " ms";
       if (handshaking) result.transport_error += " (during the TLS handshake)";

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace boost::asio::ssl {
@@ -50,6 +53,14 @@ struct HttpResponse {
   std::string transport_error;
 };
 
+// Where a downloaded body goes as it arrives.
+struct BodySink {
+  // Stores one piece; false aborts the transfer.
+  std::function<bool(const char* data, size_t size)> write;
+  // Bytes received so far and the total when the server said (Content-Length). May be empty.
+  std::function<void(uint64_t received, std::optional<uint64_t> total)> progress;
+};
+
 class HttpClient {
  public:
   // `token` empty sends no Authorization header. `tls` (from MakeTlsClientContext) is required
@@ -63,7 +74,17 @@ class HttpClient {
                     const std::map<std::string, std::string>& headers,
                     std::chrono::milliseconds timeout) const;
 
+  // GET `target`, with a 2xx body passed to `sink` piece by piece instead of held in memory (a
+  // backup may be gigabytes); `timeout` bounds each piece, so a slow but steady transfer
+  // finishes. An error response's body is in the result as with Send.
+  HttpResponse Download(const std::string& target, std::chrono::milliseconds timeout,
+                        const BodySink& sink) const;
+
  private:
+  HttpResponse Perform(const std::string& method, const std::string& target,
+                       const std::string& body, const std::map<std::string, std::string>& headers,
+                       std::chrono::milliseconds timeout, const BodySink* sink) const;
+
   ServerAddress address_;
   std::string token_;
   std::shared_ptr<boost::asio::ssl::context> tls_;

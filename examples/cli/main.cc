@@ -101,6 +101,19 @@ int main(int argc, char** argv) {
   cancel_cmd->add_option("ID", job_id, "job id")->required();
 
   auto* queues_cmd = app.add_subcommand("queues", "list queues with their usage and shares");
+  std::string queue_file, queue_name;
+  auto* queue_cmd = app.add_subcommand("queue", "create, update or delete a queue (admin)");
+  queue_cmd->require_subcommand(1);
+  auto* queue_create = queue_cmd->add_subcommand("create", "create a queue from a QueueSpec file");
+  auto* queue_update = queue_cmd->add_subcommand("update", "replace a queue's spec from a file");
+  for (auto* cmd : {queue_create, queue_update}) {
+    cmd->add_option("-f,--file", queue_file, "QueueSpec as YAML, or JSON when it ends in .json")
+        ->required()
+        ->check(CLI::ExistingFile);
+  }
+  auto* queue_delete = queue_cmd->add_subcommand("delete", "delete an empty queue");
+  queue_delete->add_option("NAME", queue_name, "queue name, e.g. research/vision")->required();
+
   auto* nodes_cmd = app.add_subcommand("nodes", "list nodes with their allocation and state");
 
   std::string node;
@@ -125,6 +138,26 @@ int main(int argc, char** argv) {
   bool once = false;
   auto* top_cmd = app.add_subcommand("top", "queue and node summary, refreshed every second");
   top_cmd->add_flag("--once", once, "print once and exit");
+
+  std::string backup_file;
+  bool quiet = false;
+  auto* backup_cmd = app.add_subcommand(
+      "backup", "download a consistent copy of the daemon's store (admin); prints the file");
+  backup_cmd->add_option("FILE", backup_file, "where to write the copy")->required();
+  backup_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");
+
+  std::string restore_file, restore_store;
+  bool discard_current = false;
+  auto* restore_cmd = app.add_subcommand(
+      "restore",
+      "put a backup in place of a STOPPED daemon's store (runs locally, not through the API)");
+  restore_cmd->add_option("FILE", restore_file, "a file written by tessctl backup")
+      ->required()
+      ->check(CLI::ExistingFile);
+  restore_cmd->add_option("--store", restore_store, "the daemon's store.path")->required();
+  restore_cmd->add_flag("--discard-current", discard_current,
+                        "do not keep the current store as STORE.pre-restore");
+  restore_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");
 
   try {
     app.parse(argc, argv);
@@ -153,7 +186,11 @@ int main(int argc, char** argv) {
   const tessera::cli::Output output{.json = output_format == "json"};
 
   ExitCode code = ExitCode::kUsage;
-  if (submit_cmd->parsed()) {
+  if (restore_cmd->parsed()) {
+    code = Restore(output, restore_file, restore_store, discard_current, quiet);
+  } else if (backup_cmd->parsed()) {
+    code = Backup(api, output, backup_file, quiet);
+  } else if (submit_cmd->parsed()) {
     code = Submit(api, output, submit);
   } else if (ls_cmd->parsed()) {
     code = ListJobs(api, output, queue, states, page_size);
@@ -163,6 +200,10 @@ int main(int argc, char** argv) {
     code = CancelJob(api, output, job_id);
   } else if (queues_cmd->parsed()) {
     code = ListQueues(api, output);
+  } else if (queue_create->parsed() || queue_update->parsed()) {
+    code = WriteQueue(api, output, queue_file, queue_create->parsed());
+  } else if (queue_delete->parsed()) {
+    code = DeleteQueue(api, queue_name);
   } else if (nodes_cmd->parsed()) {
     code = ListNodes(api, output);
   } else if (watch_cmd->parsed()) {

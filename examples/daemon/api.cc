@@ -14,7 +14,7 @@ Api::Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
       stopping_(stopping),
       alerts_(alerts) {}
 
-HttpResponse Api::Handle(const HttpRequest& request) {
+ApiResponse Api::Handle(const HttpRequest& request) {
   std::string_view target = Sv(request.target());
   const size_t question = target.find('?');
   const std::string_view path = target.substr(0, question);

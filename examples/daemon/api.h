@@ -24,7 +24,7 @@ class Api {
   Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
       const std::atomic<bool>* stopping, const AlertMonitor* alerts = nullptr);
 
-  HttpResponse Handle(const HttpRequest& request);
+  ApiResponse Handle(const HttpRequest& request);
 
   // The JSON error body every failed request gets: {"code":"NOT_FOUND","message":"..."}.
   static HttpResponse Error(int http_status, std::string_view code, std::string_view message) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include <google/protobuf/message.h>
 
@@ -22,6 +23,13 @@ namespace tesserad {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+// A response whose body is a file streamed from disk (a store backup), which may be far larger
+// than a response held in memory should be.
+using FileResponse = boost::beast::http::response<boost::beast::http::file_body>;
+
+// What a request gets: almost always an HttpResponse.
+using ApiResponse = std::variant<HttpResponse, FileResponse>;
 
 inline constexpr std::string_view kProtobufType = "application/x-protobuf";
 inline constexpr std::string_view kJsonType = "application/json";

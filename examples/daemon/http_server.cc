@@ -115,25 +115,41 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     // The guard keeps the io_context running while the worker holds the request.
     asio::post(workers_, [self = this->shared_from_this(), request,
                           guard = asio::make_work_guard(stream_.get_executor())] {
-      HttpResponse response = self->api_.Handle(*request);
+      ApiResponse response = self->api_.Handle(*request);
       asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-        self->Write(std::move(response));
+        std::visit([&self](auto& r) { self->Write(std::move(r)); }, response);
       });
     });
   }
 
   void Write(HttpResponse response) {
     if (stopping_.load()) response.keep_alive(false);
-    response_ = std::make_shared<HttpResponse>(std::move(response));
+    auto owned = std::make_shared<HttpResponse>(std::move(response));
     tcp().expires_after(limits_.request_timeout);
-    http::async_write(stream_, *response_,
-                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                        self->busy_ = false;
-                        if (ec) return self->CloseSocket();
-                        if (!self->response_->keep_alive()) return self->Close();
-                        self->response_.reset();
-                        self->Read();
-                      });
+    const bool keep_alive = owned->keep_alive();
+    http::async_write(stream_, *owned,
+                      [self = this->shared_from_this(), owned, keep_alive](
+                          beast::error_code ec, std::size_t) { self->AfterWrite(ec, keep_alive); });
+  }
+
+  // A file body takes as long as the client needs to read it, but not for ever: the request
+  // timeout plus one second per MiB.
+  void Write(FileResponse file) {
+    if (stopping_.load()) file.keep_alive(false);
+    const uint64_t size = file.body().size();
+    auto owned = std::make_shared<FileResponse>(std::move(file));
+    tcp().expires_after(limits_.request_timeout + std::chrono::seconds(size >> 20));
+    const bool keep_alive = owned->keep_alive();
+    http::async_write(stream_, *owned,
+                      [self = this->shared_from_this(), owned, keep_alive](
+                          beast::error_code ec, std::size_t) { self->AfterWrite(ec, keep_alive); });
+  }
+
+  void AfterWrite(beast::error_code ec, bool keep_alive) {
+    busy_ = false;
+    if (ec) return CloseSocket();
+    if (!keep_alive) return Close();
+    Read();
   }
 
   // Ends the connection: for TLS, with a close_notify first, so the client can tell the end of
@@ -164,7 +180,6 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   const std::atomic<bool>& stopping_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::shared_ptr<HttpResponse> response_;
   bool busy_ = false;
   bool handshake_done_ = false;
   bool shutting_down_ = false;

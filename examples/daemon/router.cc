@@ -6,7 +6,7 @@ namespace tesserad {
 
 namespace http = boost::beast::http;
 
-HttpResponse Router::Route(std::string_view path, const Query& query) {
+ApiResponse Router::Route(std::string_view path, const Query& query) {
   const http::verb method = request_.method();
   if (path == "/metrics") {
     if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
@@ -33,6 +33,10 @@ HttpResponse Router::Route(std::string_view path, const Query& query) {
   }
   if (path.substr(0, 10) == "/v1/nodes/" && path.size() > 10) {
     return NodeRoute(PercentDecode(path.substr(10), false));
+  }
+  if (path == "/v1/admin/backup") {
+    if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
+    return Backup();
   }
   if (path == "/v1/events") {
     if (method != http::verb::get) return MethodNotAllowed(request_, "GET");

@@ -1,7 +1,8 @@
 // One authenticated request on its way to the scheduler: Route picks the handler by path and
 // method, each handler checks what the caller's Principal may see and change, makes one
 // tessera::Scheduler call and encodes its result (http_codec.h). The handlers live in one file
-// per resource: job_routes.cc, queue_routes.cc, node_routes.cc, event_routes.cc.
+// per resource: job_routes.cc, queue_routes.cc, node_routes.cc, event_routes.cc,
+// admin_routes.cc.
 //
 // Thread safety: a Router serves one request on one thread; many may run at once.
 #pragma once
@@ -31,7 +32,7 @@ class Router {
         principal_(std::move(principal)) {}
 
   // `path` without the query string.
-  HttpResponse Route(std::string_view path, const Query& query);
+  ApiResponse Route(std::string_view path, const Query& query);
 
  private:
   // job_routes.cc
@@ -51,6 +52,9 @@ class Router {
 
   // event_routes.cc
   HttpResponse WatchEvents(const Query& query);
+
+  // admin_routes.cc
+  ApiResponse Backup();
 
   tessera::Scheduler& scheduler_;
   const tessera::v1::DaemonConfig& config_;

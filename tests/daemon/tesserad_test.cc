@@ -1,45 +1,26 @@
 // tesserad through its real binary: a daemon started with a temporary configuration (port 0,
 // store in a temporary directory, three bearer tokens), spoken to over loopback HTTP.
-#include <doctest/doctest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "daemon/daemon_harness.h"
+
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
+using namespace tesserad_test;
 
 constexpr const char* kAdmin = "admin-secret";
 constexpr const char* kTenantA = "team-a-secret";
 constexpr const char* kTenantB = "team-b-secret";
 
-struct Reply {
-  int status = 0;
-  std::string body;
-  std::string content_type;
-};
-
+// A tesserad with a configuration in `dir`: port 0, its store in dir/var, three bearer tokens.
 class Daemon {
  public:
   explicit Daemon(const std::filesystem::path& dir) : dir_(dir) {
     std::filesystem::create_directories(dir_);
     std::ofstream config(dir_ / "tesserad.yaml");
-    // sha256 of the three tokens above (printf %s TOKEN | sha256sum).
     config << "store:\n  path: " << (dir_ / "var" / "tessera.db").string() << "\n"
            << "server:\n  listen: 127.0.0.1:0\n  max_request_bytes: 4096\n"
            << "auth:\n  tokens:\n"
@@ -47,108 +28,34 @@ class Daemon {
            << "    - {name: a, queue_prefix: team-a, sha256: " << Sha256(kTenantA) << "}\n"
            << "    - {name: b, queue_prefix: team-b, sha256: " << Sha256(kTenantB) << "}\n";
   }
-  ~Daemon() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
 
-  void Start() {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      const std::string config = (dir_ / "tesserad.yaml").string();
-      execl(TESSERAD_PATH, TESSERAD_PATH, "--config", config.c_str(), nullptr);
-      _exit(127);
-    }
-    close(out[1]);
-    std::string line;
-    char c;
-    while (read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-    close(out[0]);
-    INFO("first line: ", line);
-    const size_t colon = line.rfind(':');
-    REQUIRE(line.find("tesserad: listening on http://127.0.0.1:") == 0);
-    port_ = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
-  }
+  void Start() { process_.emplace((dir_ / "tesserad.yaml").string()); }
 
   // Sends `signal` and returns the exit status (or -1 if it did not exit normally).
   int Stop(int signal = SIGTERM) {
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const int status = process_->Stop(signal);
+    process_.reset();
+    return status;
   }
 
   Reply Call(http::verb method, const std::string& target, const std::string& body = "",
              const char* token = kAdmin, std::map<std::string, std::string> headers = {}) {
-    asio::io_context io;
-    tcp::socket socket(io);
-    socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
-    http::request<http::string_body> request{method, target, 11};
-    request.set(http::field::host, "127.0.0.1");
-    if (token != nullptr) request.set(http::field::authorization, std::string("Bearer ") + token);
-    for (const auto& [key, value] : headers) request.set(key, value);
-    if (!body.empty()) request.set(http::field::content_type, "application/json");
-    request.body() = body;
-    request.prepare_payload();
-    http::write(socket, request);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    beast::error_code ec;
-    http::read(socket, buffer, response, ec);
-    Reply reply;
-    reply.status = ec ? -1 : static_cast<int>(response.result_int());
-    reply.body = response.body();
-    reply.content_type = std::string(response[http::field::content_type]);
-    return reply;
+    return tesserad_test::Call(process_->port(), method, target, body, token, headers);
   }
 
  private:
-  static std::string Sha256(const std::string& token) {
-    const std::string command = "printf %s '" + token + "' | sha256sum";
-    FILE* pipe = popen(command.c_str(), "r");
-    char digest[65] = {};
-    REQUIRE(fread(digest, 1, 64, pipe) == 64);
-    pclose(pipe);
-    return digest;
-  }
-
   std::filesystem::path dir_;
-  pid_t pid_ = -1;
-  unsigned short port_ = 0;
+  std::optional<DaemonProcess> process_;
 };
-
-// The job id in a Job's JSON ({"id":"7",...}).
-std::string JobId(const std::string& json) {
-  const std::string key = "\"id\":\"";
-  const size_t start = json.find(key);
-  REQUIRE(start != std::string::npos);
-  return json.substr(start + key.size(), json.find('"', start + key.size()) - start - key.size());
-}
 
 std::string JobSpec(const std::string& queue) {
   return R"({"queue":")" + queue +
          R"(","task":{"cpuMilli":1000,"memoryMib":1024,"gpuCount":1},"simulation":{"durationMs":600000}})";
 }
 
-std::filesystem::path TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("tesserad-test-" + name + "-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
 TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a restart") {
-  const auto dir = TempDir("api");
-  Daemon daemon(dir);
+  const ScratchDir dir("api");
+  Daemon daemon(dir.path());
   daemon.Start();
   using http::verb;
 
@@ -309,8 +216,6 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     CHECK(got.status == 200);
     CHECK(daemon.Stop(SIGINT) == 0);
   }
-
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // tesserad serving HTTPS and tessctl verifying it, both through their real binaries: a throwaway
 // self-signed certificate made at test time with the openssl command (the one docs/daemon-config.md
 // shows), a daemon on a loopback port, and the failures a misconfigured side must report.
-#include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -25,56 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/daemon_harness.h"
+
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+using namespace tesserad_test;
+
 namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;  // stdout, and stderr too when the command merges them.
-  std::string err;
-};
-
-std::string ShellQuote(const std::string& arg) {
-  std::string quoted = "'";
-  for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// Runs `command` through the shell; its stderr goes to a file read back into `err`.
-RunResult Run(const std::string& command) {
-  char err_path[] = "/tmp/tesserad-tls-test-stderr-XXXXXX";
-  const int fd = mkstemp(err_path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  RunResult result;
-  FILE* pipe = popen(("(" + command + ") 2>" + ShellQuote(err_path)).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream text;
-  text << err.rdbuf();
-  result.err = text.str();
-  unlink(err_path);
-  return result;
-}
-
-// tessctl with a clean TESSERA_* environment plus `env` ("NAME=value" entries).
-RunResult Tessctl(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-  std::string command = "env -u TESSERA_SERVER -u TESSERA_TOKEN -u TESSERA_CACERT";
-  for (const std::string& entry : env) command += " " + ShellQuote(entry);
-  command += " " + ShellQuote(TESSCTL_PATH);
-  for (const std::string& arg : args) command += " " + ShellQuote(arg);
-  return Run(command);
-}
 
 // A directory with a self-signed certificate for 127.0.0.1 (cert.pem, key.pem), an unrelated key
 // (other-key.pem), the certificate's key with a passphrase (encrypted-key.pem), and a tesserad
@@ -111,57 +67,6 @@ class TlsFixture {
 
  private:
   std::filesystem::path dir_;
-};
-
-// A running tesserad.
-class Daemon {
- public:
-  explicit Daemon(const std::string& config) {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      execl(TESSERAD_PATH, TESSERAD_PATH, "--config", config.c_str(), nullptr);
-      _exit(127);
-    }
-    close(out[1]);
-    std::string line;
-    char c;
-    while (read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-    close(out[0]);
-    INFO("first line: ", line);
-    REQUIRE(line.find("tesserad: listening on https://127.0.0.1:") == 0);
-    port_ = static_cast<unsigned short>(std::stoi(line.substr(line.rfind(':') + 1)));
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  unsigned short port() const { return port_; }
-  std::string url(const std::string& scheme = "https", const std::string& host = "127.0.0.1") {
-    return scheme + "://" + host + ":" + std::to_string(port_);
-  }
-
-  void Signal(int signal) const { kill(pid_, signal); }
-
-  // Waits for the daemon to exit; returns its exit status, or -1 if a signal ended it.
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  unsigned short port_ = 0;
 };
 
 // A TLS connection held open by the test, trusting the fixture's certificate.
@@ -213,25 +118,26 @@ class TlsConnection {
 
 TEST_CASE("tesserad serves HTTPS and tessctl verifies its certificate") {
   TlsFixture tls("serve");
-  Daemon daemon(tls.Config(tls.path("cert.pem"), tls.path("key.pem")));
+  DaemonProcess daemon(tls.Config(tls.path("cert.pem"), tls.path("key.pem")), "https");
   const std::string cacert = tls.path("cert.pem");
 
   SUBCASE("tessctl trusting the certificate submits and gets a job") {
     const RunResult submitted =
-        Tessctl({"--server", daemon.url(), "--cacert", cacert, "submit", "--queue", "default",
-                 "--gpus", "1", "--", "sleep", "600"});
+        Tessctl({"--server", daemon.url("https"), "--cacert", cacert, "submit", "--queue",
+                 "default", "--gpus", "1", "--", "sleep", "600"});
     INFO(submitted.err);
     REQUIRE(submitted.exit_code == 0);
     const std::string id = submitted.out.substr(0, submitted.out.find('\n'));
-    const RunResult got = Tessctl({"-o", "json", "get", id},
-                                  {"TESSERA_SERVER=" + daemon.url(), "TESSERA_CACERT=" + cacert});
+    const RunResult got =
+        Tessctl({"-o", "json", "get", id},
+                {"TESSERA_SERVER=" + daemon.url("https"), "TESSERA_CACERT=" + cacert});
     INFO(got.err);
     CHECK(got.exit_code == 0);
     CHECK(got.out.find("\"id\": \"" + id + "\"") != std::string::npos);
   }
 
   SUBCASE("an untrusted certificate, a wrong name or a non-TLS URL: exit 5, nothing sent") {
-    const RunResult untrusted = Tessctl({"--server", daemon.url(), "queues"});
+    const RunResult untrusted = Tessctl({"--server", daemon.url("https"), "queues"});
     CHECK(untrusted.exit_code == 5);
     CHECK(untrusted.err.find("TLS certificate verification failed: self-signed certificate") !=
           std::string::npos);
@@ -250,7 +156,7 @@ TEST_CASE("tesserad serves HTTPS and tessctl verifies its certificate") {
     CHECK(plain.exit_code == 5);
     CHECK(plain.err.find("cannot reach") != std::string::npos);
 
-    const RunResult insecure = Tessctl({"--server", daemon.url(), "--insecure", "queues"});
+    const RunResult insecure = Tessctl({"--server", daemon.url("https"), "--insecure", "queues"});
     INFO(insecure.err);
     CHECK(insecure.exit_code == 0);
     CHECK(insecure.out.find("default") != std::string::npos);
@@ -258,7 +164,7 @@ TEST_CASE("tesserad serves HTTPS and tessctl verifies its certificate") {
 
   SUBCASE("a CA file that cannot be loaded is a usage error") {
     const RunResult missing =
-        Tessctl({"--server", daemon.url(), "--cacert", tls.path("none.pem"), "queues"});
+        Tessctl({"--server", daemon.url("https"), "--cacert", tls.path("none.pem"), "queues"});
     CHECK(missing.exit_code == 1);
     CHECK(missing.err.find("--cacert") != std::string::npos);
   }
@@ -279,7 +185,8 @@ TEST_CASE("tesserad serves HTTPS and tessctl verifies its certificate") {
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     CHECK(received.rfind("HTTP/", 0) != 0);
 
-    const RunResult after = Tessctl({"--server", daemon.url(), "--cacert", cacert, "queues"});
+    const RunResult after =
+        Tessctl({"--server", daemon.url("https"), "--cacert", cacert, "queues"});
     INFO(after.err);
     CHECK(after.exit_code == 0);
   }

@@ -1,8 +1,9 @@
 // YAML onto protobuf: configuration files are YAML documents mapped field by field onto
 // protobuf messages, so every option is validated and documented once, in its .proto file.
 //
-// Keys are the proto field names (or their lowerCamelCase JSON names). Unknown keys, wrong types, out-of-range numbers and unknown
-// enum names are refused with "<source>:<line>:<column>: <field path>: <problem>".
+// Keys are the proto field names (or their lowerCamelCase JSON names). Unknown keys, wrong types,
+// out-of-range numbers and unknown enum names are refused with "<source>:<line>:<column>: <field
+// path>: <problem>".
 #pragma once
 
 #include <string>

@@ -274,6 +274,28 @@ TEST_CASE("daemon config: server and auth values") {
                 ", queue_prefix: team}]}") == "ok");
 }
 
+TEST_CASE("daemon config: alert thresholds") {
+  CHECK(Refusal("alerts: {check_interval_ms: 0}") ==
+        "alerts.check_interval_ms: must be > 0, got 0");
+  CHECK(Refusal("alerts: {gpu_temperature_c: 0}") == "alerts.gpu_temperature_c: must be > 0");
+  CHECK(Refusal("alerts: {gpu_memory_used_pct: 101}") ==
+        "alerts.gpu_memory_used_pct: must be in (0, 100]");
+  CHECK(Refusal("alerts: {queue_pending_jobs: -1}") ==
+        "alerts.queue_pending_jobs: must be >= 0, got -1");
+  CHECK(Refusal("alerts: {commit_latency_p99_us: -5}") ==
+        "alerts.commit_latency_p99_us: must be >= 0, got -5");
+  CHECK(Refusal("alerts: {queue_pending_jobs: 10, decision_latency_p99_us: 500}") == "ok");
+
+  // The hot-GPU alert follows gpu_health unless set.
+  StatusOr<v1::DaemonConfig> config = LoadDaemonConfig("");
+  REQUIRE(config.ok());
+  CHECK(config->alerts().gpu_temperature_c() == config->gpu_health().max_temperature_c());
+  CHECK(config->alerts().check_interval_ms() == 10000);
+  StatusOr<v1::DaemonConfig> example = LoadDaemonConfig(ExamplePath());
+  REQUIRE(example.ok());
+  CHECK(example->alerts().queue_pending_jobs() == 500);
+}
+
 TEST_CASE("daemon config: listen addresses") {
   StatusOr<ListenAddress> v6 = ParseListenAddress("[::1]:9000");
   REQUIRE(v6.ok());

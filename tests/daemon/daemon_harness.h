@@ -1,0 +1,210 @@
+// What the tests of tesserad and tessctl share: starting the real tesserad binary on a loopback
+// port with a configuration file, talking HTTP to it, running the real tessctl, and a scratch
+// directory per test. TESSERAD_PATH and TESSCTL_PATH are set by tests/CMakeLists.txt.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tesserad_test {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// A fresh directory under the system's temporary directory, removed with the object.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() /
+              ("tesserad-test-" + name + "-" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string ShellQuote(const std::string& arg) {
+  std::string quoted = "'";
+  for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `command` through the shell; its stderr goes to a file read back into `err`.
+inline RunResult Run(const std::string& command) {
+  char err_path[] = "/tmp/tesserad-test-stderr-XXXXXX";
+  const int fd = mkstemp(err_path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  RunResult result;
+  FILE* pipe = popen(("(" + command + ") 2>" + ShellQuote(err_path)).c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.err = ReadFile(err_path);
+  unlink(err_path);
+  return result;
+}
+
+// tessctl with a clean TESSERA_* environment plus `env` ("NAME=value" entries).
+inline RunResult Tessctl(const std::vector<std::string>& args,
+                         const std::vector<std::string>& env = {}) {
+  std::string command = "env -u TESSERA_SERVER -u TESSERA_TOKEN -u TESSERA_CACERT";
+  for (const std::string& entry : env) command += " " + ShellQuote(entry);
+  command += " " + ShellQuote(TESSCTL_PATH);
+  for (const std::string& arg : args) command += " " + ShellQuote(arg);
+  return Run(command);
+}
+
+struct Reply {
+  int status = 0;  // -1 when no response came back.
+  std::string body;
+  std::string content_type;
+};
+
+// One HTTP/1.1 request to 127.0.0.1:`port` on a new connection.
+inline Reply Call(unsigned short port, http::verb method, const std::string& target,
+                  const std::string& body = "", const char* token = nullptr,
+                  const std::map<std::string, std::string>& headers = {}) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  beast::error_code ec;
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return {-1, ec.message(), ""};
+  http::request<http::string_body> request{method, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  if (token != nullptr) request.set(http::field::authorization, std::string("Bearer ") + token);
+  for (const auto& [key, value] : headers) request.set(key, value);
+  if (!body.empty()) request.set(http::field::content_type, "application/json");
+  request.body() = body;
+  request.prepare_payload();
+  http::write(socket, request, ec);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  if (!ec) http::read(socket, buffer, response, ec);
+  Reply reply;
+  reply.status = ec ? -1 : static_cast<int>(response.result_int());
+  reply.body = ec ? ec.message() : response.body();
+  reply.content_type = std::string(response[http::field::content_type]);
+  return reply;
+}
+
+// A tesserad process started with `config`, killed (SIGKILL) with the object unless stopped.
+// Its stderr goes to `stderr_path` (appended) when given.
+class DaemonProcess {
+ public:
+  DaemonProcess(const std::string& config, const std::string& scheme = "http",
+                const std::string& stderr_path = "") {
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      if (!stderr_path.empty()) {
+        const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (err >= 0) dup2(err, STDERR_FILENO);
+      }
+      execl(TESSERAD_PATH, TESSERAD_PATH, "--config", config.c_str(), nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    std::string line;
+    char c;
+    while (read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+    close(out[0]);
+    INFO("first line: ", line);
+    REQUIRE(line.find("tesserad: listening on " + scheme + "://127.0.0.1:") == 0);
+    port_ = static_cast<unsigned short>(std::stoi(line.substr(line.rfind(':') + 1)));
+  }
+  ~DaemonProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  DaemonProcess(const DaemonProcess&) = delete;
+  DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+  unsigned short port() const { return port_; }
+  std::string url(const std::string& scheme = "http", const std::string& host = "127.0.0.1") const {
+    return scheme + "://" + host + ":" + std::to_string(port_);
+  }
+
+  void Signal(int signal) const { kill(pid_, signal); }
+
+  // Waits for the daemon to exit; returns its exit status, or -1 if a signal ended it.
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  int Stop(int signal = SIGTERM) {
+    Signal(signal);
+    return Wait();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  unsigned short port_ = 0;
+};
+
+// SHA-256 of `token` in hex, as auth.tokens[].sha256 wants it.
+inline std::string Sha256(const std::string& token) {
+  const RunResult digest = Run("printf %s " + ShellQuote(token) + " | sha256sum");
+  REQUIRE(digest.out.size() >= 64);
+  return digest.out.substr(0, 64);
+}
+
+// The job id in a Job's JSON ({"id":"7",...}).
+inline std::string JobId(const std::string& json) {
+  const std::string key = "\"id\":\"";
+  const size_t start = json.find(key);
+  REQUIRE(start != std::string::npos);
+  return json.substr(start + key.size(), json.find('"', start + key.size()) - start - key.size());
+}
+
+}  // namespace tesserad_test
