@@ -10,9 +10,9 @@ namespace tessera {
 namespace {
 constexpr double kBase = 1.04;
 // The bounds of LatencySummary.buckets, in microseconds: 1-2.5-5 steps from 1 us to 10 s.
-constexpr double kSummaryBoundsUs[] = {1,     2.5,   5,     10,    25,    50,    100,   250,
-                                       500,   1e3,   2.5e3, 5e3,   1e4,   2.5e4, 5e4,   1e5,
-                                       2.5e5, 5e5,   1e6,   2.5e6, 5e6,   1e7};
+constexpr double kSummaryBoundsUs[] = {1,     2.5, 5,     10,    25,  50,    100, 250,
+                                       500,   1e3, 2.5e3, 5e3,   1e4, 2.5e4, 5e4, 1e5,
+                                       2.5e5, 5e5, 1e6,   2.5e6, 5e6, 1e7};
 }  // namespace
 
 int LatencyHistogram::BucketOf(int64_t ns) {
