@@ -44,9 +44,9 @@ tessctl() { build/examples/cli/tessctl "$@"; }
 
 echo
 echo "== submitting: 24 training jobs, 8 notebooks sharing GPUs, a 2x4-GPU gang"
-for _ in $(seq 1 24); do tessctl submit -f examples/demo/training.json >/dev/null; done
-for _ in $(seq 1 8); do tessctl submit -f examples/demo/notebook.json >/dev/null; done
-tessctl submit -f examples/demo/gang.json >/dev/null
+for _ in $(seq 1 24); do tessctl submit -f examples/demo/training.yaml >/dev/null; done
+for _ in $(seq 1 8); do tessctl submit -f examples/demo/notebook.yaml >/dev/null; done
+tessctl submit -f examples/demo/gang.yaml >/dev/null
 sleep 1
 tessctl nodes
 echo
@@ -69,4 +69,8 @@ echo
 echo "== jobs by final state"
 tessctl ls | tail -n +2 | awk '{print $4}' | sort | uniq -c
 echo
-echo "Demo done; the daemon's log is var/demo-tesserad.log, its store var/demo-tesserad.db."
+echo "== an online backup of the store"
+tessctl backup --quiet var/demo-backup.db
+echo
+echo "Demo done; the daemon's log is var/demo-tesserad.log, its store var/demo-tesserad.db, a"
+echo "backup var/demo-backup.db (tessctl restore var/demo-backup.db --store ... puts it back)."
