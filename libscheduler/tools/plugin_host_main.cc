@@ -30,6 +30,7 @@
 
 #include "plugins/remote/wire.h"
 #include "tessera/plugin/abi.h"
+#include "tessera/plugin/handshake.h"
 
 namespace {
 
@@ -39,10 +40,6 @@ using tessera::plugin_wire::FrameKind;
 using tessera::plugin_wire::Function;
 
 constexpr int kSocketFd = 3;
-
-// The descriptor's size in minor version 0: up to and including its last field.
-constexpr size_t kMinor0Size = offsetof(tessera_plugin_descriptor, tessera_plugin_on_deprovision) +
-                               sizeof(tessera_plugin_descriptor::tessera_plugin_on_deprovision);
 
 std::mutex write_mu;
 
@@ -246,7 +243,10 @@ std::string Load(const char* path, DescriptorInfo* info) {
   info->version = d->version ? d->version : "";
   // The scheduler refuses other majors and short descriptors from these fields alone; only read
   // the function table of a descriptor that can have one.
-  if (d->abi_major != TESSERA_PLUGIN_ABI_MAJOR || d->struct_size < kMinor0Size) return "";
+  if (d->abi_major != TESSERA_PLUGIN_ABI_MAJOR ||
+      d->struct_size < tessera::plugin::kMinDescriptorSize) {
+    return "";
+  }
   std::memcpy(&descriptor, d, std::min<size_t>(d->struct_size, sizeof(descriptor)));
   const void* functions[] = {
       nullptr,

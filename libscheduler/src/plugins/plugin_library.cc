@@ -4,16 +4,14 @@
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "plugins/remote/forwarding_descriptor.h"
 #include "plugins/remote/plugin_host_process.h"
+#include "tessera/plugin/handshake.h"
 
 namespace tessera {
 namespace {
-
-// The descriptor's size in minor version 0: up to and including its last field.
-constexpr size_t kMinor0Size = offsetof(tessera_plugin_descriptor, tessera_plugin_on_deprovision) +
-                               sizeof(tessera_plugin_descriptor::tessera_plugin_on_deprovision);
 
 StatusOr<std::string> Resolve(const std::string& plugin, const std::vector<std::string>& dirs) {
   if (plugin.empty()) return InvalidArgumentError("plugin: required (a path or a name)");
@@ -38,34 +36,10 @@ StatusOr<std::string> Resolve(const std::string& plugin, const std::vector<std::
 
 Status PluginLibrary::CheckDescriptor(const tessera_plugin_descriptor* d,
                                       const std::string& where) {
-  if (d == nullptr)
-    return InvalidArgumentError(where + ": the entry function returned no descriptor");
-  if (d->abi_major != TESSERA_PLUGIN_ABI_MAJOR) {
-    return FailedPreconditionError(
-        where + ": built for plugin ABI " + std::to_string(d->abi_major) + "." +
-        std::to_string(d->abi_minor) + ", but this scheduler speaks " +
-        std::to_string(TESSERA_PLUGIN_ABI_MAJOR) + "." + std::to_string(TESSERA_PLUGIN_ABI_MINOR) +
-        "; rebuild the plugin against this Tessera");
-  }
-  if (d->struct_size < kMinor0Size) {
-    return InvalidArgumentError(where + ": descriptor struct_size " +
-                                std::to_string(d->struct_size) + " is smaller than ABI " +
-                                std::to_string(TESSERA_PLUGIN_ABI_MAJOR) + ".0's " +
-                                std::to_string(kMinor0Size));
-  }
-  if (d->name == nullptr || d->name[0] == '\0') {
-    return InvalidArgumentError(where + ": descriptor has no name");
-  }
-  if (d->tessera_plugin_on_init == nullptr || d->tessera_plugin_on_shutdown == nullptr) {
-    return InvalidArgumentError(where + ": descriptor lacks on_init or on_shutdown");
-  }
-  const uint32_t known = TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER |
-                         TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER;
-  if (d->kinds == 0 || (d->kinds & ~known) != 0) {
-    return InvalidArgumentError(where + ": descriptor kinds " + std::to_string(d->kinds) +
-                                " is not a set of TESSERA_PLUGIN_KIND_* bits");
-  }
-  return Status::Ok();
+  const std::optional<plugin::HandshakeProblem> problem = plugin::CheckHandshake(d);
+  if (!problem) return Status::Ok();
+  const std::string message = where + ": " + problem->message;
+  return problem->wrong_major ? FailedPreconditionError(message) : InvalidArgumentError(message);
 }
 
 StatusOr<std::shared_ptr<PluginLibrary>> PluginLibrary::Load(const std::string& plugin,

@@ -171,7 +171,7 @@ TEST_CASE("fake host: the handshake refuses a different ABI major") {
   std::unique_ptr<FakeHost> host;
   const PluginStatus status = FakeHost::Load(&EditedEntry, &host);
   CHECK(status.code == TESSERA_FAILED_PRECONDITION);
-  CHECK(status.message.find("ABI major 2") != std::string::npos);
+  CHECK(status.message.find("built for plugin ABI 2.") != std::string::npos);
   CHECK(host == nullptr);
 }
 

@@ -40,40 +40,17 @@
 #include <vector>
 
 #include "tessera/plugin/abi.h"
+#include "tessera/plugin/handshake.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/v1/plugin.pb.h"
 
 namespace tessera::plugin {
 
-// The size of a minor-0 descriptor: every descriptor must hold at least the fields of minor 0.
-inline constexpr size_t kMinDescriptorSize =
-    offsetof(tessera_plugin_descriptor, tessera_plugin_on_deprovision) +
-    sizeof(tessera_plugin_descriptor::tessera_plugin_on_deprovision);
-
-// The handshake: what the host checks before it calls anything in a plugin. Returns
-// FAILED_PRECONDITION, naming the problem, for a NULL descriptor, a different ABI major, a
-// struct_size below kMinDescriptorSize, an empty name or version, or a missing on_init or
-// on_shutdown. A newer or older minor is accepted.
+// The handshake (handshake.h), as the scheduler's plugin host makes it: FAILED_PRECONDITION
+// "handshake: <problem>" when the descriptor fails it.
 inline PluginStatus CheckDescriptor(const tessera_plugin_descriptor* d) {
-  auto refuse = [](std::string why) {
-    return PluginStatus::Error(TESSERA_FAILED_PRECONDITION, "handshake: " + std::move(why));
-  };
-  if (d == nullptr) return refuse("the entry function returned NULL");
-  if (d->abi_major != TESSERA_PLUGIN_ABI_MAJOR) {
-    return refuse("plugin ABI major " + std::to_string(d->abi_major) + ", this host speaks " +
-                  std::to_string(TESSERA_PLUGIN_ABI_MAJOR));
-  }
-  if (d->struct_size < kMinDescriptorSize) {
-    return refuse("descriptor struct_size " + std::to_string(d->struct_size) +
-                  " is smaller than ABI " + std::to_string(TESSERA_PLUGIN_ABI_MAJOR) +
-                  ".0 requires (" + std::to_string(kMinDescriptorSize) + ")");
-  }
-  if (d->name == nullptr || d->name[0] == '\0') return refuse("the plugin has no name");
-  if (d->version == nullptr || d->version[0] == '\0') {
-    return refuse("plugin '" + std::string(d->name) + "' has no version");
-  }
-  if (d->tessera_plugin_on_init == nullptr || d->tessera_plugin_on_shutdown == nullptr) {
-    return refuse("plugin '" + std::string(d->name) + "' lacks on_init or on_shutdown");
+  if (std::optional<HandshakeProblem> problem = CheckHandshake(d)) {
+    return PluginStatus::Error(TESSERA_FAILED_PRECONDITION, "handshake: " + problem->message);
   }
   return PluginStatus::Ok();
 }
