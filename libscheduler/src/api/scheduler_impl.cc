@@ -97,7 +97,7 @@ PluginExecutor::Wiring SchedulerImpl::PluginWiring(std::shared_ptr<PluginLibrary
   wiring.post = [this](std::function<void()> fn) { Post(std::move(fn)); };
   wiring.events = engine_.get();
   wiring.timers = &engine_->timers();
-  wiring.clock = clock_.get();
+  wiring.clock = clock_;
   wiring.telemetry = [this](const v1::GpuTelemetry& reading) {
     // A reading for a node or GPU the engine does not know is the plugin's mistake, not ours.
     Status status = engine_->OnTelemetry(reading);

@@ -47,7 +47,8 @@ class PluginExecutor final : public Executor {
     std::function<void(std::function<void()>)> post;  // runs a function on the decision strand.
     ExecutorEvents* events = nullptr;                 // strand only.
     TimerQueue* timers = nullptr;                     // strand only.
-    const Clock* clock = nullptr;
+    // Shared: a call abandoned at its deadline may still ask the time after the scheduler is gone.
+    std::shared_ptr<const Clock> clock;
     std::function<void(const std::string& why)> on_unhealthy;  // strand only.
     // GPU readings the plugin reports (on_telemetry); runs on the strand.
     std::function<void(const v1::GpuTelemetry& reading)> telemetry;
