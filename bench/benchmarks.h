@@ -16,6 +16,10 @@ struct DecideFlags {
   int jobs = 10000;
   int queues = 100;
   int submit_window = 512;  // SubmitAsync calls kept in flight while loading the jobs.
+  // Placement strategy: "default" (the library's), "binpack" or "fragmentation-aware"; and,
+  // when >= 0, PlacementOptions::max_candidates.
+  std::string strategy = "default";
+  int candidates = -1;
 };
 int RunDecide(const DecideFlags& flags);
 

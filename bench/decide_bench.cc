@@ -69,6 +69,22 @@ v1::SimulatedCluster MakeCluster(int nodes) {
   return cluster;
 }
 
+std::string StrategyName(PlacementOptions::Strategy s) {
+  switch (s) {
+    case PlacementOptions::Strategy::kBinpack:
+      return "binpack";
+    case PlacementOptions::Strategy::kSpread:
+      return "spread";
+    case PlacementOptions::Strategy::kBestFit:
+      return "bestfit";
+    case PlacementOptions::Strategy::kFgd:
+      return "fgd";
+    case PlacementOptions::Strategy::kFragmentationAware:
+      return "fragmentation-aware";
+  }
+  return "unknown";
+}
+
 int RandomInt(std::mt19937_64& rng, int lo, int hi) {
   return std::uniform_int_distribution<int>(lo, hi)(rng);
 }
@@ -180,6 +196,12 @@ StatusOr<Json> RunOnce(const DecideFlags& flags, int run) {
   options.engine.start_paused = true;
   options.default_queue.clear();  // only the benchmark's hierarchy.
   options.simulated_cluster = MakeCluster(flags.nodes);
+  if (flags.strategy == "binpack")
+    options.placement.strategy = PlacementOptions::Strategy::kBinpack;
+  if (flags.strategy == "fragmentation-aware") {
+    options.placement.strategy = PlacementOptions::Strategy::kFragmentationAware;
+  }
+  if (flags.candidates >= 0) options.placement.max_candidates = flags.candidates;
 
   const int64_t rss_before_open = TrimmedRssBytes();
   Stopwatch open_timer;
@@ -224,6 +246,8 @@ StatusOr<Json> RunOnce(const DecideFlags& flags, int run) {
       {"jobs", flags.jobs},
       {"queues", flags.queues},
       {"queues_total", static_cast<int64_t>(queues.specs.size())},
+      {"strategy", StrategyName(options.placement.strategy)},
+      {"max_candidates", options.placement.max_candidates},
       {"seed", flags.common.seed},
       // End to end: from ResumeDecisions until every placement is durable and its tasks run.
       {"decisions_per_s", static_cast<double>(decisions) / wall_s},

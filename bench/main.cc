@@ -59,6 +59,11 @@ int Main(int argc, char** argv) {
   decide_cmd->add_option("--queues", decide.queues, "leaf queues (3-level hierarchy)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  decide_cmd->add_option("--strategy", decide.strategy, "placement strategy")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "binpack", "fragmentation-aware"}));
+  decide_cmd->add_option("--candidates", decide.candidates,
+                         "PlacementOptions::max_candidates (0: all; default: the library's)");
   decide_cmd->add_option("--submit-window", decide.submit_window, "submits in flight while loading")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

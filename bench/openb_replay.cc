@@ -66,14 +66,42 @@ struct Policy {
   bool simulator_ties = false;
 };
 
+// Fragmentation-aware placement as configured by `o`, with the node order varied per run as
+// the simulator's node names are.
+Policy FragmentationAware(const PlacementOptions& o, uint64_t seed) {
+  return {std::make_unique<FragmentationAwareScorer>(o, seed), false};
+}
+
 Policy PolicyFor(const std::string& name, const OpenbTrace& t, uint64_t seed) {
   if (name == "bestfit") return {MakeScorer(PlacementOptions::BestFit()), true};
   if (name == "fgd") return {MakeScorer(PlacementOptions::Fgd(t.expected)), true};
   if (name == "fragmentation-aware") {
-    // The policy's own node order, varied per run as the simulator's node names are.
-    const PlacementOptions o = PlacementOptions::FragmentationAware(t.expected);
-    return {std::make_unique<FragmentationAwareScorer>(o.expected_tasks, o.expected_coverage, seed),
-            false};
+    // Given the trace's workload, comparing every fitting node.
+    PlacementOptions o = PlacementOptions::FragmentationAware(t.expected);
+    o.max_candidates = 0;
+    return FragmentationAware(o, seed);
+  }
+  if (name == "default") {
+    // The library's default options: no workload given, so a learning strategy learns it.
+    const PlacementOptions o;
+    if (o.strategy == PlacementOptions::Strategy::kFragmentationAware) {
+      return FragmentationAware(o, seed);
+    }
+    return {MakeScorer(o), false};
+  }
+  if (name.starts_with("learned")) {
+    // "learned": fragmentation-aware with a learned workload and the default candidate bound;
+    // "learned-k<K>" compares at most K candidates per model, "learned-all" every one.
+    PlacementOptions o = PlacementOptions::FragmentationAware({});
+    const std::string bound = name.substr(std::string("learned").size());
+    if (bound == "-all") {
+      o.max_candidates = 0;
+    } else if (bound.starts_with("-k") && bound.size() > 2) {
+      o.max_candidates = std::stoi(bound.substr(2));
+    } else if (!bound.empty()) {
+      throw std::runtime_error("bad policy '" + name + "' (learned, learned-k<K>, learned-all)");
+    }
+    return FragmentationAware(o, seed);
   }
   if (name == "binpack") return {MakeScorer(PlacementOptions::Binpack()), false};
   if (name == "spread") return {MakeScorer(PlacementOptions::Spread()), false};
@@ -194,8 +222,9 @@ OpenbTrace LoadOpenbTrace(const std::string& pod_path, const std::vector<OpenbNo
 }
 
 const std::vector<std::string>& OpenbPolicies() {
-  static const std::vector<std::string> names = {"bestfit", "fgd", "fragmentation-aware", "binpack",
-                                                 "spread"};
+  static const std::vector<std::string> names = {"bestfit", "fgd",          "fragmentation-aware",
+                                                 "learned", "learned-k<K>", "learned-all",
+                                                 "default", "binpack",      "spread"};
   return names;
 }
 
@@ -217,6 +246,9 @@ OpenbSeedResult ReplayOpenbSeed(const OpenbTrace& t, const std::string& policy_n
   int64_t arrived = 0, allocated = 0;
   for (size_t i : arrivals) {
     arrived += TotalGpuMilli(t.pods[i]);
+    // The pod is submitted, then placed: a policy that learns its workload sees it first, as
+    // the engine's scorer sees every job it takes on.
+    placer.Observe(t.shapes[i], 1);
     PlacementResult placed = placer.Place(t.shapes[i], 1, 1, false);
     if (placed.placed()) {
       allocated += TotalGpuMilli(t.pods[i]);

@@ -109,6 +109,29 @@ TEST_CASE("gpu sharing: time slices and MPS shares from a simulated cluster") {
   CHECK(w.status().state() == v1::PENDING);
 }
 
+TEST_CASE("gpu sharing: fragmentation-aware placement learns the shares jobs ask for") {
+  // A half GPU runs on GPU 0. A 0.3 share next to it would leave 0.2 that none of the submitted
+  // shapes can use, so once the engine has learned them it goes to GPU 1; without learning (and
+  // no expected tasks) the policy only packs and fills GPU 0.
+  for (bool learn : {true, false}) {
+    CAPTURE(learn);
+    Options options;
+    options.placement = PlacementOptions::FragmentationAware({});
+    options.placement.learn_workload = learn;
+    auto t = OpenCluster(OneNode(2), options);
+    Scheduler* s = t.scheduler.get();
+    const uint64_t half = MustSubmit(s, JobSpecBuilder("default").GpuFraction(500).Build()).id();
+    t->WaitIdle();
+    REQUIRE(MustGet(s, half).status().placements_size() == 1);
+    CHECK(MustGet(s, half).status().placements(0).gpus(0) == 0);
+    const uint64_t small = MustSubmit(s, JobSpecBuilder("default").GpuFraction(300).Build()).id();
+    t->WaitIdle();
+    const v1::Job placed = MustGet(s, small);
+    REQUIRE(placed.status().placements_size() == 1);
+    CHECK(placed.status().placements(0).gpus(0) == (learn ? 1 : 0));
+  }
+}
+
 TEST_CASE("gpu sharing: a form no GPU offers is infeasible with a reason") {
   auto t = OpenCluster(OneNode(2));
   Scheduler* s = t.scheduler.get();

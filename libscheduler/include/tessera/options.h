@@ -84,12 +84,26 @@ struct PlacementOptions {
   };
   Strategy strategy = Strategy::kBinpack;
 
-  // The workload kFgd and kFragmentationAware keep room for. Empty: they measure no
-  // fragmentation and only pack.
+  // The workload kFgd and kFragmentationAware keep room for. Empty: they learn it from the
+  // submitted jobs (learn_workload), or, if that is off, measure no fragmentation and only pack.
   std::vector<ExpectedTask> expected_tasks;
   // Only the most frequent shapes of expected_tasks that together make up this share of the
   // expected tasks count (FGD's "typical tasks"): rare shapes cost time and change little.
   double expected_coverage = 0.95;
+  // With no expected_tasks, kFgd and kFragmentationAware learn the expected workload from the
+  // task shapes of the jobs submitted (and recovered), deterministically. A learned workload
+  // needs a few hundred tasks to settle (placements before that pack more than they protect),
+  // and each change of it re-measures every node once.
+  bool learn_workload = true;
+  // How fast the learned workload forgets, as the half-life of a task's weight in tasks
+  // submitted since. Shorter follows a changing mix sooner but is noisier and re-measures nodes
+  // more often; 0 never forgets.
+  double learn_half_life_tasks = 20000;
+  // kFragmentationAware compares at most this many fitting nodes per GPU model, taken from the
+  // node index tightest first, so a decision costs O(max_candidates * log nodes); 0 compares
+  // every fitting node (O(nodes) per decision). More candidates leave slightly fewer GPUs
+  // unallocated (docs/placement.md has the measurements) at a proportional cost.
+  int max_candidates = 16;
 
   static PlacementOptions Binpack() { return With(Strategy::kBinpack); }
   static PlacementOptions Spread() { return With(Strategy::kSpread); }

@@ -177,6 +177,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
       return;
     }
     job.tasks = std::move(tasks_found);
+    placer_.Observe(job.shape, job.wanted_tasks);  // part of the workload placement learns.
     if (job.state == v1::PREEMPTING) {
       job.preempting = true;
       for (PlacedTask& t : job.tasks) t.stopping = !t.exited;
@@ -200,6 +201,8 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     }
     return;
   }
+  // The shapes of the jobs taken on are the workload a learning scorer keeps room for.
+  placer_.Observe(job.shape, job.wanted_tasks);
   AddPending(job);
   if (stored_infeasible) Persist(job, {MakeEvent(job, job.state, "feasible now")});
 }

@@ -26,10 +26,16 @@ std::optional<TaskShape> ShapeOf(const ExpectedTask& t, GpuModels& models) {
 }  // namespace
 
 FgdScorer::FgdScorer(std::vector<ExpectedTask> expected, double coverage,
-                     FragmentationMeasure::Options measure)
+                     FragmentationMeasure::Options measure,
+                     std::optional<WorkloadLearner::Options> learn)
     : expected_(std::move(expected)),
       coverage_(coverage),
-      measure_(WorkloadDistribution(), measure) {}
+      measure_(WorkloadDistribution(), measure) {
+  if (expected_.empty() && learn) {
+    learn->coverage = coverage;
+    learner_.emplace(*learn);
+  }
+}
 
 FgdScorer::FgdScorer(WorkloadDistribution workload, FragmentationMeasure::Options measure)
     : measure_(std::move(workload), measure) {}
@@ -40,8 +46,21 @@ void FgdScorer::Attach(Cluster& cluster) {
   for (const ExpectedTask& t : expected_) {
     if (std::optional<TaskShape> s = ShapeOf(t, cluster.models())) counts.emplace_back(*s, t.count);
   }
-  measure_ =
-      FragmentationMeasure(WorkloadDistribution::FromCounts(counts, coverage_), measure_.options());
+  UseWorkload(WorkloadDistribution::FromCounts(counts, coverage_));
+}
+
+void FgdScorer::Observe(const TaskShape& shape, int64_t tasks) {
+  if (!learner_) return;
+  if (std::optional<WorkloadDistribution> next = learner_->Observe(shape, tasks)) {
+    UseWorkload(std::move(*next));
+  }
+}
+
+void FgdScorer::UseWorkload(WorkloadDistribution workload) {
+  measure_ = FragmentationMeasure(std::move(workload), measure_.options());
+  // Every cached F_n(M) and score was measured against the old workload.
+  node_fragmentation_.clear();
+  ++generation_;
 }
 
 double FgdScorer::NodeFragmentation(const NodeState& node) const {
@@ -74,8 +93,15 @@ int FgdScorer::ShapeId(const TaskShape& s) const {
                      s.gpu_memory_mib, s.models,
                      s.same_nvlink};
   if (last_shape_ && last_shape_->first == key) return last_shape_->second;
-  auto [it, inserted] = shape_ids_.try_emplace(key, static_cast<int>(shape_ids_.size()));
-  if (inserted) choices_.emplace_back();
+  auto it = shape_ids_.find(key);
+  if (it == shape_ids_.end()) {
+    if (shape_ids_.size() >= kMaxCachedShapes) {
+      shape_ids_.clear();
+      ++generation_;
+    }
+    it = shape_ids_.emplace(key, static_cast<int>(shape_ids_.size())).first;
+    if (choices_.size() < shape_ids_.size()) choices_.emplace_back();
+  }
   last_shape_.emplace(key, it->second);
   return it->second;
 }
@@ -86,9 +112,10 @@ std::optional<ScoredAllocation> FgdScorer::Choose(const NodeState& node,
   std::vector<Cached>& by_node = choices_[ShapeId(shape)];
   if (node.id() >= by_node.size()) by_node.resize(node.id() + 1);
   Cached& c = by_node[node.id()];
-  if (c.stamp != node.stamp()) {
+  if (c.stamp != node.stamp() || c.generation != generation_) {
     std::optional<ScoredAllocation> fresh = Evaluate(node, shape);
     c.stamp = node.stamp();
+    c.generation = generation_;
     c.fits = fresh.has_value();
     if (fresh) {
       c.score = fresh->score;

@@ -15,9 +15,10 @@
 // take cpu that GPU tasks may need. As in the simulator, only cpu is checked (check_memory off).
 //
 // Every fitting node is compared (up to Placer::kMaxVisitsPerTask per GPU model), so a decision
-// costs O(nodes) cached lookups: F_n(M) is cached
-// per node and the score of each (node, task shape) pair is cached until the node changes
-// (NodeState::stamp), which a replay of one task after another hits almost always.
+// costs O(nodes) cached lookups: F_n(M) is cached per node and the score of each (node, task
+// shape) pair is cached until the node changes (NodeState::stamp), which a replay of one task
+// after another hits almost always; the choices of at most kMaxCachedShapes shapes are kept.
+// With no expected workload given, it can be learned from Observe (workload_learner.h).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@
 
 #include "placement/fragmentation.h"
 #include "placement/scorer.h"
+#include "placement/workload_learner.h"
 #include "tessera/options.h"
 
 namespace tessera {
@@ -37,8 +39,11 @@ class FgdScorer : public Scorer {
  public:
   // `expected` is turned into a WorkloadDistribution (keeping `coverage` of it) over the
   // cluster's model ids in Attach. `measure` is FGD's own unless a subclass asks otherwise.
+  // When `expected` is empty and `learn` is set, the workload is learned from the shapes passed
+  // to Observe (workload_learner.h) instead.
   FgdScorer(std::vector<ExpectedTask> expected, double coverage,
-            FragmentationMeasure::Options measure = {});
+            FragmentationMeasure::Options measure = {},
+            std::optional<WorkloadLearner::Options> learn = std::nullopt);
   // A workload already built over the cluster's model ids.
   explicit FgdScorer(WorkloadDistribution workload, FragmentationMeasure::Options measure = {});
 
@@ -47,6 +52,8 @@ class FgdScorer : public Scorer {
   DevicePreference device_preference() const override { return DevicePreference::kTightest; }
   int candidates() const override { return kAllCandidates; }
   void Attach(Cluster& cluster) override;
+  // Counts the shape when learning; a changed distribution drops every cached F and score.
+  void Observe(const TaskShape& shape, int64_t tasks) override;
   int64_t Score(const NodeState& node, const TaskShape& shape,
                 const TaskAllocation& allocation) const override;
   std::optional<ScoredAllocation> Choose(const NodeState& node,
@@ -66,23 +73,31 @@ class FgdScorer : public Scorer {
   struct Cached {
     uint64_t stamp = 0;  // 0: nothing cached (stamps start at 1).
     int64_t score = 0;
+    uint32_t generation = 0;  // of the shape ids; an entry of an older one is stale.
     uint32_t gpu_mask = 0;
     bool fits = false;
   };
   // Fields of a shape that the choice depends on; memory only through the filters.
   using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, int64_t, ModelMask, bool>;
+  // Shapes whose choices are cached at once (each a vector over the nodes, 32 bytes a node).
+  // Past it every id is given out anew and the vectors are reused, so a workload of ever new
+  // shapes (every job its own memory size) neither grows nor reallocates them.
+  static constexpr size_t kMaxCachedShapes = 128;
 
   int ShapeId(const TaskShape& shape) const;
+  void UseWorkload(WorkloadDistribution workload);
   std::optional<ScoredAllocation> Evaluate(const NodeState& node, const TaskShape& shape) const;
 
   std::vector<ExpectedTask> expected_;
   double coverage_ = 1;
   FragmentationMeasure measure_;
+  std::optional<WorkloadLearner> learner_;
 
   mutable std::vector<std::pair<uint64_t, double>> node_fragmentation_;  // by node: stamp, F.
   mutable std::map<ShapeKey, int> shape_ids_;
   mutable std::optional<std::pair<ShapeKey, int>> last_shape_;
   mutable std::vector<std::vector<Cached>> choices_;  // by shape id, then node id.
+  mutable uint32_t generation_ = 1;                   // of shape_ids_.
 };
 
 }  // namespace tessera

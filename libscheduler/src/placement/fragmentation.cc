@@ -121,7 +121,16 @@ double FragmentationMeasure::Of(const NodeFree& node) const {
     }
     const double usable = static_cast<double>(total - too_small);
     const double per_task = static_cast<double>(g.gpu_count) * g.gpu_milli;
+    // Tasks that would use all the usable capacity: a host that can feed that many starves
+    // nothing, which a multiplication shows without HostableTasks' divisions.
+    const int64_t enough = (total - too_small + int64_t{g.gpu_count} * g.gpu_milli - 1) /
+                           (int64_t{g.gpu_count} * g.gpu_milli);
     for (const Member& m : g.members) {
+      if (node.cpu_milli >= enough * m.cpu_milli &&
+          (!options_.check_memory || node.memory_mib >= enough * m.memory_mib)) {
+        fragmented += m.weight * static_cast<double>(too_small);
+        continue;
+      }
       const int64_t hostable = HostableTasks(node, m);
       if (hostable == 0) {
         fragmented += m.weight * all;

@@ -21,14 +21,22 @@ uint64_t HashName(std::string_view name) {
   return h;
 }
 
+std::optional<WorkloadLearner::Options> LearnOptions(const PlacementOptions& options) {
+  if (!options.learn_workload) return std::nullopt;
+  return WorkloadLearner::Options{.coverage = options.expected_coverage,
+                                  .half_life_tasks = options.learn_half_life_tasks};
+}
+
 }  // namespace
 
-FragmentationAwareScorer::FragmentationAwareScorer(std::vector<ExpectedTask> expected,
-                                                   double coverage, uint64_t order_seed)
-    : FgdScorer(std::move(expected), coverage,
+FragmentationAwareScorer::FragmentationAwareScorer(const PlacementOptions& options,
+                                                   uint64_t order_seed)
+    : FgdScorer(options.expected_tasks, options.expected_coverage,
                 FragmentationMeasure::Options{.check_memory = true,
-                                              .host_limited_weight = kHostLimitedWeight}),
-      order_seed_(order_seed) {}
+                                              .host_limited_weight = kHostLimitedWeight},
+                LearnOptions(options)),
+      order_seed_(order_seed),
+      candidates_(options.max_candidates > 0 ? options.max_candidates : kAllCandidates) {}
 
 uint32_t FragmentationAwareScorer::OrderOf(const NodeState& node) const {
   if (node.id() >= order_.size()) order_.resize(node.id() + 1);

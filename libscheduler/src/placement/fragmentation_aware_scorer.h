@@ -20,6 +20,11 @@
 //
 // The constants were chosen on the openb replays (bench/openb_bench.cc) once for all traces;
 // none depends on a trace.
+//
+// Two options make it cheap enough to be a default: with no expected_tasks it learns the
+// workload from the submitted shapes (PlacementOptions::learn_workload, workload_learner.h), and
+// it compares at most PlacementOptions::max_candidates fitting nodes per GPU model, the tightest
+// in the node index, so a decision costs O(K log nodes) instead of O(nodes).
 #pragma once
 
 #include <cstdint>
@@ -37,12 +42,16 @@ class FragmentationAwareScorer final : public FgdScorer {
   // Changes in F_n(M) below this many milli-GPU do not separate two candidates.
   static constexpr double kTolerance = 200;
 
-  // `order_seed` picks the node order that breaks ties; any value works, and replays vary it
-  // the way the FGD experiments vary node names.
-  FragmentationAwareScorer(std::vector<ExpectedTask> expected, double coverage,
-                           uint64_t order_seed = 0);
+  // Takes expected_tasks, expected_coverage, learn_workload, learn_half_life_tasks and
+  // max_candidates from `options`. `order_seed` picks the node order that breaks ties; any
+  // value works, and replays vary it the way the FGD experiments vary node names.
+  explicit FragmentationAwareScorer(const PlacementOptions& options, uint64_t order_seed = 0);
 
   std::string_view name() const override { return "fragmentation-aware"; }
+  IndexOrder order() const override { return IndexOrder::kGpuSparingFirst; }
+  int candidates() const override { return candidates_; }
+  // The tie order below, so that a bounded candidate list holds the nodes it prefers.
+  uint32_t TieRank(const NodeState& node) const override { return OrderOf(node); }
 
  protected:
   int64_t Rank(const NodeState& node, double before, double after,
@@ -53,6 +62,7 @@ class FragmentationAwareScorer final : public FgdScorer {
   uint32_t OrderOf(const NodeState& node) const;
 
   uint64_t order_seed_;
+  int candidates_;
   mutable std::vector<std::pair<bool, uint32_t>> order_;  // by node id: known, place.
 };
 

@@ -4,7 +4,9 @@
 // Three orders are kept: per GPU model by whole free GPUs (for whole-GPU tasks), per GPU model
 // by the largest free share of one GPU (for fractional tasks), and over all nodes by free CPU
 // (for CPU-only tasks). Candidates are visited from the smallest key that could fit upward
-// (tightest first) or from the largest downward (loosest first).
+// (tightest first) or from the largest downward (loosest first). Nodes with equal keys are
+// visited by a tie rank given with each update (lowest first; then by id), which lets a scorer
+// that compares only the first few candidates see the nodes its own tie order prefers.
 //
 // Call Update(node) after every change to a node's free capacity or schedulability.
 #pragma once
@@ -19,11 +21,24 @@
 
 namespace tessera {
 
-enum class IndexOrder { kTightestFirst, kLoosestFirst };
+enum class IndexOrder {
+  kTightestFirst,
+  kLoosestFirst,
+  // GPU tasks as kTightestFirst; CPU-only tasks first on the nodes with the fewest free GPUs
+  // (none, then only shares of GPUs, then one whole GPU, ...), tightest cpu first among those,
+  // so a bounded candidate list holds the nodes where a CPU task strands no GPU. Needs
+  // NodeIndex::KeepGpuSparingOrder.
+  kGpuSparingFirst,
+};
 
 class NodeIndex {
  public:
-  void Update(const NodeState& node);
+  // `tie_rank` must stay the same for a node as long as it is indexed.
+  void Update(const NodeState& node, uint32_t tie_rank = 0);
+
+  // Also keeps the order IndexOrder::kGpuSparingFirst needs (one more entry per node). Call
+  // before the first Update.
+  void KeepGpuSparingOrder() { gpu_sparing_ = true; }
 
   // Calls `visit(node_id)` for each schedulable node of `model` (or, for CPU-only shapes, any
   // node) whose indexed key could hold one task of `shape`, in `order`, until it returns false.
@@ -31,45 +46,67 @@ class NodeIndex {
   void Visit(const TaskShape& shape, int model, IndexOrder order, Visitor&& visit) const;
 
  private:
-  using Entries = std::set<std::pair<int64_t, NodeIndexId>>;
+  // (key, tie rank << 32 | node id).
+  using Entries = std::set<std::pair<int64_t, uint64_t>>;
   struct Keys {
     int model = -1;
+    uint64_t tie = 0;    // tie rank << 32 | node id.
     int64_t whole = -1;  // -1: not in the index.
     int64_t share = -1;
     int64_t cpu = -1;
+    int64_t cpu_sparing = -1;  // GPU bucket << kBucketShift | free cpu.
   };
+  static constexpr int kBucketShift = 40;  // free cpu in milli stays far below 2^40.
+  // Buckets of free GPUs, fewest first: none, only shares, one whole GPU, one and a share, ...
+  static int64_t GpuBucket(const NodeState& node);
 
   Entries* WholeIndex(int model);
   Entries* ShareIndex(int model);
-  static void Move(Entries* entries, int64_t& current, int64_t wanted, NodeIndexId id);
+  static void Move(Entries* entries, int64_t& current, int64_t wanted, uint64_t tie);
 
+  // False when `visit` stopped the walk.
   template <typename Visitor>
-  static void VisitEntries(const Entries& entries, int64_t need, IndexOrder order, Visitor&& visit);
+  static bool VisitEntries(const Entries& entries, int64_t need, IndexOrder order, Visitor&& visit);
 
   std::vector<Keys> keys_;  // by node id.
   std::vector<Entries> whole_by_model_;
   std::vector<Entries> share_by_model_;
   Entries cpu_;
+  bool gpu_sparing_ = false;
+  Entries cpu_sparing_;  // by GpuBucket, then free cpu.
 };
 
 template <typename Visitor>
-void NodeIndex::VisitEntries(const Entries& entries, int64_t need, IndexOrder order,
+bool NodeIndex::VisitEntries(const Entries& entries, int64_t need, IndexOrder order,
                              Visitor&& visit) {
-  if (order == IndexOrder::kTightestFirst) {
+  if (order != IndexOrder::kLoosestFirst) {
     for (auto it = entries.lower_bound({need, 0}); it != entries.end(); ++it) {
-      if (!visit(it->second)) return;
+      if (!visit(static_cast<NodeIndexId>(it->second))) return false;
     }
   } else {
     for (auto it = entries.rbegin(); it != entries.rend() && it->first >= need; ++it) {
-      if (!visit(it->second)) return;
+      if (!visit(static_cast<NodeIndexId>(it->second))) return false;
     }
   }
+  return true;
 }
 
 template <typename Visitor>
 void NodeIndex::Visit(const TaskShape& shape, int model, IndexOrder order, Visitor&& visit) const {
   if (!shape.needs_gpu()) {
-    VisitEntries(cpu_, shape.cpu_milli, order, visit);
+    if (order != IndexOrder::kGpuSparingFirst || !gpu_sparing_) {
+      VisitEntries(cpu_, shape.cpu_milli, order, visit);
+      return;
+    }
+    // Each bucket from the tightest cpu that fits up to the bucket's end.
+    for (auto it = cpu_sparing_.begin(); it != cpu_sparing_.end();) {
+      const int64_t bucket = it->first >> kBucketShift;
+      const int64_t end = (bucket + 1) << kBucketShift;
+      for (it = cpu_sparing_.lower_bound({(bucket << kBucketShift) + shape.cpu_milli, 0});
+           it != cpu_sparing_.end() && it->first < end; ++it) {
+        if (!visit(static_cast<NodeIndexId>(it->second))) return;
+      }
+    }
     return;
   }
   if (model < 0) return;

@@ -20,6 +20,7 @@ Placer::Placer(Cluster& cluster, NodeIndex& index, std::unique_ptr<Scorer> score
                std::vector<std::unique_ptr<NodeFilter>> filters)
     : cluster_(cluster), index_(index), scorer_(std::move(scorer)), filters_(std::move(filters)) {
   scorer_->Attach(cluster_);
+  if (scorer_->order() == IndexOrder::kGpuSparingFirst) index_.KeepGpuSparingOrder();
 }
 
 void Placer::BreakTiesByRandomNodeOrder(uint64_t seed) { tie_order_seed_ = seed; }
@@ -27,16 +28,19 @@ void Placer::BreakTiesByRandomNodeOrder(uint64_t seed) { tie_order_seed_ = seed;
 void Placer::Apply(const TaskAllocation& allocation) {
   NodeState& node = cluster_.node(allocation.node);
   node.Apply(allocation);
-  index_.Update(node);
+  index_.Update(node, scorer_->TieRank(node));
 }
 
 void Placer::Release(const TaskAllocation& allocation) {
   NodeState& node = cluster_.node(allocation.node);
   node.Release(allocation);
-  index_.Update(node);
+  index_.Update(node, scorer_->TieRank(node));
 }
 
-void Placer::Refresh(NodeIndexId node) { index_.Update(cluster_.node(node)); }
+void Placer::Refresh(NodeIndexId id) {
+  const NodeState& node = cluster_.node(id);
+  index_.Update(node, scorer_->TieRank(node));
+}
 
 std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
                                                   const TaskShape& shape) const {

@@ -56,6 +56,9 @@ class Placer {
   void Apply(const TaskAllocation& allocation);
   void Release(const TaskAllocation& allocation);
 
+  // Tells the scorer that `tasks` tasks of `shape` were submitted (Scorer::Observe).
+  void Observe(const TaskShape& shape, int64_t tasks) { scorer_->Observe(shape, tasks); }
+
   // Re-indexes a node after a change outside the placer (cordon, health, new node).
   void Refresh(NodeIndexId node);
 

@@ -41,10 +41,14 @@ std::unique_ptr<Scorer> MakeScorer(const PlacementOptions& options) {
     case PlacementOptions::Strategy::kBestFit:
       return std::make_unique<BestFitScorer>();
     case PlacementOptions::Strategy::kFgd:
-      return std::make_unique<FgdScorer>(options.expected_tasks, options.expected_coverage);
+      return std::make_unique<FgdScorer>(
+          options.expected_tasks, options.expected_coverage, FragmentationMeasure::Options{},
+          options.learn_workload ? std::optional(WorkloadLearner::Options{
+                                       .coverage = options.expected_coverage,
+                                       .half_life_tasks = options.learn_half_life_tasks})
+                                 : std::nullopt);
     case PlacementOptions::Strategy::kFragmentationAware:
-      return std::make_unique<FragmentationAwareScorer>(options.expected_tasks,
-                                                        options.expected_coverage);
+      return std::make_unique<FragmentationAwareScorer>(options);
     case PlacementOptions::Strategy::kBinpack:
       break;
   }

@@ -40,9 +40,17 @@ class Scorer {
   virtual DevicePreference device_preference() const = 0;
   // Candidates to compare before choosing; 1 when the index order already is the score order.
   virtual int candidates() const { return 1; }
+  // Among nodes with equal index keys, those of lower rank are visited first (NodeIndex). A
+  // scorer that compares only a few candidates and breaks ties by its own node order returns
+  // that order here, so the candidates it sees are those it would prefer. Must not change for a
+  // node.
+  virtual uint32_t TieRank(const NodeState& node) const { return 0; }
   // Called once by the Placer with the cluster it places on, before any other call. Scorers
   // that need cluster-wide facts (the largest node, GPU model names) take them here.
   virtual void Attach(Cluster& cluster) {}
+  // Tells the scorer that `tasks` tasks of `shape` were submitted (the engine calls it once per
+  // job it takes on). Scorers that learn the expected workload count them; others ignore it.
+  virtual void Observe(const TaskShape& shape, int64_t tasks) {}
   // Higher is better. Called with the allocation the node would make.
   virtual int64_t Score(const NodeState& node, const TaskShape& shape,
                         const TaskAllocation& allocation) const = 0;
