@@ -154,8 +154,11 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // Past this many, a strand task sends them at once rather than at its end.
   static constexpr size_t kMaxGatheredPersists = 1024;
   std::vector<PendingPersist> gathered_persists_;  // strand only.
-  std::vector<PendingPersist> flushing_persists_;  // strand only; FlushPersists' scratch.
-  bool persist_flush_posted_ = false;              // strand only.
+  // Buffers of sent writes come back (emptied, on the strand) once their callbacks have run, so
+  // that gathering reuses their capacity instead of allocating large blocks per write.
+  static constexpr size_t kMaxSparePersistBuffers = 8;
+  std::vector<std::vector<PendingPersist>> spare_persist_buffers_;  // strand only.
+  bool persist_flush_posted_ = false;                               // strand only.
   // Submits committed but not yet handed to the engine; a task to drain them is posted when
   // the first arrives.
   std::mutex arrivals_mu_;

@@ -13,6 +13,7 @@
 // index (O(log nodes)); nothing rescans all nodes or all jobs.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -44,11 +46,25 @@
 
 namespace tessera {
 
-// A job's new status and the events that led to it, to be made durable.
+// A v1::Event, serialized without its seq (the store assigns it), with its time for the
+// event table's column.
+struct SerializedEvent {
+  int64_t time_us = 0;
+  std::string bytes;
+};
+
+// A job's new status and the events that led to it, to be made durable. Both are serialized
+// when the engine makes them, from messages it reuses: a churning cluster makes several updates
+// per job, and building each as protobuf objects cost more allocation than the decisions did.
 struct JobUpdate {
-  uint64_t job_id = 0;
-  v1::JobStatus status;
-  std::vector<v1::Event> events;
+  uint64_t job_id = 0;                             // 0: events that concern no job (and no status).
+  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;  // the status's state, for the state column.
+  std::string status;                              // serialized v1::JobStatus.
+  boost::container::small_vector<SerializedEvent, 1> events;
+
+  // Parsed copies, for tests and diagnostics.
+  v1::JobStatus ParseStatus() const;
+  std::vector<v1::Event> ParseEvents() const;
 };
 
 class EngineHost {
@@ -135,19 +151,26 @@ class Engine final : public ExecutorEvents {
   void AddPending(JobRecord& job);
   void RemovePending(JobRecord& job);
   void ReleaseTask(JobRecord& job, PlacedTask& task);
-  void Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_indices);
+  // Launches the tasks with indices first_task .. first_task + tasks - 1 (one placement's).
+  void Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_t tasks);
   void MaybeFinish(JobRecord& job);
   void Requeue(JobRecord& job, const std::string& reason);
   void StopTasks(JobRecord& job);
   v1::JobStatus BuildStatus(const JobRecord& job) const;
-  v1::Event MakeEvent(const JobRecord& job, v1::JobState from, const std::string& reason) const;
+  // Fills `status` (cleared first) with the job's status.
+  void FillStatus(const JobRecord& job, v1::JobStatus* status) const;
+  // The job's status, serialized through a reused message.
+  std::string SerializeStatus(const JobRecord& job);
+  // A JOB_STATE_CHANGED event from `from` to the job's current state, serialized now (through a
+  // reused message), so that it records the job as it is at this point.
+  SerializedEvent MakeEvent(const JobRecord& job, v1::JobState from, std::string_view reason);
   // A JOB_UPDATED event: something changed without a change of state.
-  v1::Event MakeUpdateEvent(const JobRecord& job, const std::string& reason) const;
-  void Persist(JobRecord& job, std::vector<v1::Event> events,
+  SerializedEvent MakeUpdateEvent(const JobRecord& job, std::string_view reason);
+  SerializedEvent MakeEvent(const JobRecord& job, v1::EventKind kind, v1::JobState from,
+                            std::string_view reason);
+  void Persist(JobRecord& job, std::vector<SerializedEvent> events,
                std::function<void(const Status&)> durable = nullptr);
-  // The same for one event (`Persist(job, {MakeEvent(...)})` lands here): moved, where an
-  // initializer list would copy it.
-  void Persist(JobRecord& job, v1::Event event,
+  void Persist(JobRecord& job, SerializedEvent event,
                std::function<void(const Status&)> durable = nullptr);
   void SendPersist(std::shared_ptr<const JobUpdate> update,
                    std::function<void(const Status&)> durable);
@@ -250,6 +273,10 @@ class Engine final : public ExecutorEvents {
   std::shared_ptr<const FeasibilityChecker> feasibility_;
 
   std::unordered_map<uint64_t, JobRecord> jobs_;
+  // Reused to serialize statuses and events: after the first few, building one allocates
+  // nothing but its bytes.
+  v1::JobStatus status_scratch_;
+  v1::Event event_scratch_;
   std::set<uint64_t> infeasible_jobs_;
   int managed_mig_gpus_ = 0;  // present GPUs whose MIG layout the scheduler may change.
   bool capacity_freed_ = false;

@@ -82,12 +82,14 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     // job is failed visibly rather than dropped.
     TESSERA_BUG("job " + std::to_string(stored.id()) + " names queue '" + spec.queue() +
                 "', which is not a leaf queue; failing it");
+    v1::JobStatus failed = status;
+    failed.set_state(v1::FAILED);
+    failed.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
+    failed.set_end_time_us(clock_.NowUs());
     auto update = std::make_shared<JobUpdate>();
     update->job_id = stored.id();
-    update->status = status;
-    update->status.set_state(v1::FAILED);
-    update->status.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
-    update->status.set_end_time_us(clock_.NowUs());
+    update->state = v1::FAILED;
+    update->status = failed.SerializeAsString();
     SendPersist(update, nullptr);
     return;
   }
@@ -196,12 +198,12 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     job.reason = *why;
     infeasible_jobs_.insert(job.id);
     if (!stored_infeasible || status.reason() != *why) {
-      Persist(job, {MakeEvent(job, job.state, "infeasible: " + *why)});
+      Persist(job, MakeEvent(job, job.state, "infeasible: " + *why));
     }
     return;
   }
   AddPending(job);
-  if (stored_infeasible) Persist(job, {MakeEvent(job, job.state, "feasible now")});
+  if (stored_infeasible) Persist(job, MakeEvent(job, job.state, "feasible now"));
 }
 
 void Engine::Requeue(JobRecord& job, const std::string& reason) {
@@ -211,7 +213,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
     if (!t.exited) ReleaseTask(job, t);
   }
   RemovePending(job);
-  std::vector<v1::Event> events;
+  std::vector<SerializedEvent> events;
   SetState(job, v1::LOST);
   events.push_back(MakeEvent(job, from, "lost: " + reason));
   job.tasks.clear();
@@ -267,10 +269,10 @@ void Engine::StopTasks(JobRecord& job) {
   }
 }
 
-void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_indices) {
+void Engine::Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_t tasks) {
   JobRecord* job = FindJob(job_id);
   if (!job || job->attempt != attempt) return;
-  for (int32_t index : task_indices) {
+  for (int32_t index = first_task; index < first_task + tasks; ++index) {
     PlacedTask* task = FindTask(*job, TaskRef{job_id, attempt, index});
     if (!task || task->exited || task->launched) continue;
     const NodeState& node = cluster_.node(task->allocation.node);
@@ -294,7 +296,7 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_
   if (job->state == v1::ADMITTED) {
     ArmTimeLimit(*job);
     SetState(*job, v1::STARTING);
-    Persist(*job, {MakeEvent(*job, v1::ADMITTED, "launch sent")});
+    Persist(*job, MakeEvent(*job, v1::ADMITTED, "launch sent"));
   }
 }
 
@@ -309,7 +311,7 @@ void Engine::OnTaskStarted(const TaskRef& ref) {
     if (!t.exited && !t.started) return;
   }
   SetState(*job, v1::RUNNING);
-  Persist(*job, {MakeEvent(*job, v1::STARTING, "all tasks started")});
+  Persist(*job, MakeEvent(*job, v1::STARTING, "all tasks started"));
 }
 
 void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
@@ -321,7 +323,7 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
   ReleaseTask(*job, *task);
   if (task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0) {
     // A task stopped to shrink the job: the job runs on with fewer, and the store says so.
-    Persist(*job, {MakeUpdateEvent(*job, "task " + std::to_string(ref.task) + " stopped")});
+    Persist(*job, MakeUpdateEvent(*job, "task " + std::to_string(ref.task) + " stopped"));
   }
   if (exit_code != 0 && !task->stopping && !job->cancel_requested && !job->failing) {
     job->failing = true;
@@ -357,7 +359,7 @@ void Engine::MaybeFinish(JobRecord& job) {
   const v1::JobState from = job.state;
   SetState(job, end);
   job.end_time_us = clock_.NowUs();
-  Persist(job, {MakeEvent(job, from, job.reason)});
+  Persist(job, MakeEvent(job, from, job.reason));
   ++finished_;
   jobs_.erase(job.id);
 }
@@ -393,19 +395,32 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
     job->end_time_us = clock_.NowUs();
     job->reason = "cancelled";
     v1::JobStatus final_status = BuildStatus(*job);
-    Persist(*job, {MakeEvent(*job, from, "cancelled")}, reply(final_status));
+    Persist(*job, MakeEvent(*job, from, "cancelled"), reply(final_status));
     ++finished_;
     jobs_.erase(id);
     return;
   }
   job->reason = "cancel requested; stopping tasks";
-  Persist(*job, {MakeEvent(*job, job->state, job->reason)}, reply(BuildStatus(*job)));
+  Persist(*job, MakeEvent(*job, job->state, job->reason), reply(BuildStatus(*job)));
   StopTasks(*job);
   MaybeFinish(*job);
 }
 
 v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
-  v1::JobStatus s;
+  v1::JobStatus status;
+  FillStatus(job, &status);
+  return status;
+}
+
+std::string Engine::SerializeStatus(const JobRecord& job) {
+  FillStatus(job, &status_scratch_);
+  return status_scratch_.SerializeAsString();
+}
+
+void Engine::FillStatus(const JobRecord& job, v1::JobStatus* status) const {
+  // Cleared, not rebuilt: a reused message keeps its strings and placements for the next job.
+  status->Clear();
+  v1::JobStatus& s = *status;
   s.set_state(job.state);
   s.set_submit_time_us(job.key.submit_time_us);
   s.set_start_time_us(job.start_time_us);
@@ -434,43 +449,51 @@ v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
     p->set_exited(t.exited);
     p->set_exit_code(t.exit_code);
   }
-  return s;
 }
 
-v1::Event Engine::MakeEvent(const JobRecord& job, v1::JobState from,
-                            const std::string& reason) const {
-  v1::Event e;
-  e.set_time_us(clock_.NowUs());
-  e.set_kind(v1::JOB_STATE_CHANGED);
+SerializedEvent Engine::MakeEvent(const JobRecord& job, v1::JobState from,
+                                  std::string_view reason) {
+  return MakeEvent(job, v1::JOB_STATE_CHANGED, from, reason);
+}
+
+SerializedEvent Engine::MakeUpdateEvent(const JobRecord& job, std::string_view reason) {
+  return MakeEvent(job, v1::JOB_UPDATED, job.state, reason);
+}
+
+SerializedEvent Engine::MakeEvent(const JobRecord& job, v1::EventKind kind, v1::JobState from,
+                                  std::string_view reason) {
+  v1::Event& e = event_scratch_;
+  e.Clear();
+  const TimestampUs now = clock_.NowUs();
+  e.set_time_us(now);
+  e.set_kind(kind);
   e.set_job_id(job.id);
   e.set_from_state(from);
   e.set_to_state(job.state);
   e.set_queue(queues_.Name(job.queue));
-  e.set_reason(reason);
+  e.mutable_reason()->assign(reason.data(), reason.size());
   e.set_attempt(job.attempt);
   if (!job.tasks.empty()) e.set_node(cluster_.node(job.tasks.front().allocation.node).name());
-  return e;
+  return SerializedEvent{now, e.SerializeAsString()};
 }
 
-v1::Event Engine::MakeUpdateEvent(const JobRecord& job, const std::string& reason) const {
-  v1::Event e = MakeEvent(job, job.state, reason);
-  e.set_kind(v1::JOB_UPDATED);
-  return e;
-}
-
-void Engine::Persist(JobRecord& job, std::vector<v1::Event> events,
+void Engine::Persist(JobRecord& job, std::vector<SerializedEvent> events,
                      std::function<void(const Status&)> durable) {
   auto update = std::make_shared<JobUpdate>();
   update->job_id = job.id;
-  update->status = BuildStatus(job);
-  update->events = std::move(events);
+  update->state = job.state;
+  update->status = SerializeStatus(job);
+  update->events.assign(std::make_move_iterator(events.begin()),
+                        std::make_move_iterator(events.end()));
   SendPersist(std::move(update), std::move(durable));
 }
 
-void Engine::Persist(JobRecord& job, v1::Event event, std::function<void(const Status&)> durable) {
+void Engine::Persist(JobRecord& job, SerializedEvent event,
+                     std::function<void(const Status&)> durable) {
   auto update = std::make_shared<JobUpdate>();
   update->job_id = job.id;
-  update->status = BuildStatus(job);
+  update->state = job.state;
+  update->status = SerializeStatus(job);
   update->events.push_back(std::move(event));
   SendPersist(std::move(update), std::move(durable));
 }
@@ -513,7 +536,8 @@ void Engine::RetryFailedPersists() {
     // events that never reached the store.
     if (JobRecord* job = FindJob(f.update->job_id)) {
       auto fresh = std::make_shared<JobUpdate>(*f.update);
-      fresh->status = BuildStatus(*job);
+      fresh->state = job->state;
+      fresh->status = SerializeStatus(*job);
       f.update = std::move(fresh);
     }
     SendPersist(std::move(f.update), std::move(f.durable));

@@ -44,7 +44,7 @@ void Engine::TryReserve(JobRecord& job) {
     // Strictly: a tie in share must not pass a reservation back and forth.
     if (!queues_.Precedes(job.queue, job.key, holder.queue, holder.key, /*strictly=*/true)) return;
     holder.reason = "reservation passed to job " + std::to_string(job.id) + ", ahead in fair order";
-    Persist(holder, {MakeUpdateEvent(holder, holder.reason)});
+    Persist(holder, MakeUpdateEvent(holder, holder.reason));
     // Not DropReservation: the nodes pass to the new holder, nobody else gains room.
     reservations_.Remove(holder.id);
     holder.reserved_start_us = 0;
@@ -82,7 +82,7 @@ void Engine::TryReserve(JobRecord& job) {
   if (!same_nodes) {
     job.reason = "waiting for capacity: " + std::to_string(plan->nodes.size()) +
                  " node(s) reserved, expected start in " + SecondsFromNow(plan->start_us, now);
-    Persist(job, {MakeUpdateEvent(job, job.reason)});
+    Persist(job, MakeUpdateEvent(job, job.reason));
   }
   if (plan->start_us <= now) {
     // It could start now (it may have taken the reservation over from a job that blocked it):

@@ -1,5 +1,7 @@
 #include "store/write_transaction.h"
 
+#include <algorithm>
+
 #include "store/schema.h"
 
 namespace tessera::store {
@@ -77,7 +79,7 @@ Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& statu
   return WriteJobStatus(id, status.state(), status.SerializeAsString(), now_us);
 }
 
-Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, const std::string& status,
+Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, std::string_view status,
                                         int64_t now_us) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kUpdateStatus));
   s->BindInt(1, state);
@@ -89,17 +91,20 @@ Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, const s
   return Status::Ok();
 }
 
-void WriteTransaction::DeferJobStatus(uint64_t id, v1::JobState state,
-                                      std::shared_ptr<const std::string> status, int64_t now_us) {
-  Deferred& d = deferred_[id];
-  d.state = state;
-  d.status = std::move(status);
-  d.now_us = now_us;
+void WriteTransaction::DeferJobStatus(uint64_t id, v1::JobState state, std::string_view status,
+                                      int64_t now_us) {
+  deferred_.push_back({id, state, status, now_us});
 }
 
 Status WriteTransaction::FlushDeferred() {
-  for (const auto& [id, d] : deferred_) {
-    TESSERA_RETURN_IF_ERROR(WriteJobStatus(id, d.state, *d.status, d.now_us));
+  // By id, the last deferred status of each job winning: a stable sort keeps each job's updates
+  // in the order they came, and rows are then visited in key order.
+  std::stable_sort(deferred_.begin(), deferred_.end(),
+                   [](const Deferred& a, const Deferred& b) { return a.id < b.id; });
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    const Deferred& d = deferred_[i];
+    if (i + 1 < deferred_.size() && deferred_[i + 1].id == d.id) continue;  // superseded.
+    TESSERA_RETURN_IF_ERROR(WriteJobStatus(d.id, d.state, d.status, d.now_us));
   }
   deferred_.clear();
   return Status::Ok();
@@ -116,7 +121,7 @@ StatusOr<uint64_t> WriteTransaction::AppendEvent(v1::Event& event) {
 }
 
 StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint64_t job_id,
-                                                           const std::string& payload) {
+                                                           std::string_view payload) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertEvent));
   const uint64_t seq = next_event_seq_;
   s->BindInt(1, static_cast<int64_t>(seq));

@@ -6,7 +6,8 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <vector>
 
 #include "store/sqlite.h"
 #include "tessera/status.h"
@@ -33,10 +34,10 @@ class WriteTransaction {
   // The same, with the status already serialized (so the caller's thread pays for it), written
   // once at the end of the batch: when one batch carries several updates of a job (admitted,
   // starting, running), only the last reaches the table. For operations that do not run in
-  // their own savepoint (see GroupCommit).
-  void DeferJobStatus(uint64_t id, v1::JobState state, std::shared_ptr<const std::string> status,
-                      int64_t now_us);
-  // Writes the deferred statuses. Called by the writer before it commits.
+  // their own savepoint (see GroupCommit). `status` is not copied: it must stay valid until the
+  // batch commits (bytes the operation captured do).
+  void DeferJobStatus(uint64_t id, v1::JobState state, std::string_view status, int64_t now_us);
+  // Writes the deferred statuses, in id order. Called by the writer before it commits.
   Status FlushDeferred();
 
   // --- Events. Assigns and returns the next sequence number (gap-free: the writer rewinds it
@@ -44,7 +45,7 @@ class WriteTransaction {
   StatusOr<uint64_t> AppendEvent(v1::Event& event);
   // The same for an event serialized by the caller, without its seq (readers fill it in).
   StatusOr<uint64_t> AppendSerializedEvent(int64_t time_us, uint64_t job_id,
-                                           const std::string& payload);
+                                           std::string_view payload);
 
   // --- Queues.
   StatusOr<bool> QueueExists(const std::string& name);
@@ -61,14 +62,15 @@ class WriteTransaction {
 
  private:
   struct Deferred {
+    uint64_t id = 0;
     v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
-    std::shared_ptr<const std::string> status;
+    std::string_view status;
     int64_t now_us = 0;
   };
-  Status WriteJobStatus(uint64_t id, v1::JobState state, const std::string& status, int64_t now_us);
+  Status WriteJobStatus(uint64_t id, v1::JobState state, std::string_view status, int64_t now_us);
   Database& db_;
   uint64_t next_event_seq_;
-  std::unordered_map<uint64_t, Deferred> deferred_;
+  std::vector<Deferred> deferred_;  // in the order deferred.
 };
 
 }  // namespace tessera::store
