@@ -16,8 +16,21 @@ NodeIndex::Entries* NodeIndex::ShareIndex(int model) {
 
 void NodeIndex::Move(Entries* entries, int64_t& current, int64_t wanted, NodeIndexId id) {
   if (current == wanted) return;
-  if (current >= 0) entries->erase({current, id});
-  if (wanted >= 0) entries->insert({wanted, id});
+  if (current >= 0 && wanted >= 0) {
+    // Every placement and release moves a node: re-key its entry rather than free one and
+    // allocate another.
+    auto entry = entries->extract({current, id});
+    if (entry.empty()) {
+      entries->insert({wanted, id});
+    } else {
+      entry.value() = {wanted, id};
+      entries->insert(std::move(entry));
+    }
+  } else if (current >= 0) {
+    entries->erase({current, id});
+  } else {
+    entries->insert({wanted, id});
+  }
   current = wanted;
 }
 
