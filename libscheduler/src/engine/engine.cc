@@ -26,6 +26,9 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
       clock_(clock),
       host_(host),
       preemption_guard_(options.preemption),
+      default_runtime_us_(std::chrono::duration_cast<std::chrono::microseconds>(
+                              options.engine.default_runtime_estimate)
+                              .count()),
       placer_(cluster_, index_, MakeScorer(options.placement),
               EngineFilters(reservations_, &reservation_filter_)),
       queues_(

@@ -230,7 +230,9 @@ class Engine final : public ExecutorEvents {
   // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
   // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
   int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;
-  void IndexTask(uint64_t job, const PlacedTask& task);
+  // Adds a live task of a started job to the per-node and by-end indexes (the job's start time
+  // must be set).
+  void IndexTask(const JobRecord& job, PlacedTask& task);
   // engine_elastic.cc
   void GrowElastic();
 
@@ -266,6 +268,17 @@ class Engine final : public ExecutorEvents {
   PreemptionGuard preemption_guard_;
   // Live tasks on each node (job id, task index): the victims preemption can see there.
   std::vector<std::vector<std::pair<uint64_t, int32_t>>> tasks_by_node_;
+  // Live tasks by expected end (the time limit, or default_runtime_estimate after the start):
+  // reservation planning releases them in this order, and on a full cluster it plans after
+  // almost every placement, so it must not scan every job to find the first few to end.
+  struct TaskEnd {
+    TimestampUs end_us = 0;
+    uint64_t job = 0;
+    int32_t task = 0;
+    auto operator<=>(const TaskEnd&) const = default;
+  };
+  std::set<TaskEnd> tasks_by_end_;
+  const int64_t default_runtime_us_;
   ReservationFilter* reservation_filter_ = nullptr;  // owned by placer_.
   Placer placer_;
   QueueTree queues_;

@@ -174,12 +174,15 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   // A placement's tasks get consecutive indices.
   const int32_t first_task = job.next_task_index;
   const int32_t placed = static_cast<int32_t>(result.tasks.size());
+  // Before the tasks are indexed (by expected end) and SetState (which indexes running jobs by
+  // start).
+  if (first_start) job.start_time_us = now;
   for (const TaskAllocation& a : result.tasks) {
     PlacedTask task;
     task.index = job.next_task_index++;
     task.allocation = a;
+    IndexTask(job, task);
     job.tasks.push_back(task);
-    IndexTask(job.id, task);
     delta += a.Vector();
   }
   FinishWaitingForVictims(job);
@@ -194,10 +197,7 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
     elastic_jobs_.insert(job.id);
     growth_due_ = true;
   }
-  if (first_start) {
-    job.start_time_us = now;  // before SetState, which indexes running jobs by start.
-    SetState(job, v1::ADMITTED);
-  }
+  if (first_start) SetState(job, v1::ADMITTED);
   // Formatted on the stack: this runs for every placement.
   char reason[48];
   const int length = std::snprintf(reason, sizeof(reason), "placed %d %stask(s)", placed,

@@ -161,7 +161,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
       if (t.exited) continue;
       if (all_alive) {
         placer_.Apply(t.allocation);
-        IndexTask(job.id, t);
+        IndexTask(job, t);
         queues_.AddAllocation(job.queue, t.allocation.Vector(), clock_.NowUs());
         job.allocated += t.allocation.Vector();
       } else if (live && live->count(TaskRef{job.id, job.attempt, t.index})) {

@@ -8,13 +8,16 @@
 
 namespace tessera {
 
-void Engine::IndexTask(uint64_t job, const PlacedTask& task) {
+void Engine::IndexTask(const JobRecord& job, PlacedTask& task) {
   const NodeIndexId node = task.allocation.node;
   if (node >= tasks_by_node_.size()) tasks_by_node_.resize(node + 1);
-  tasks_by_node_[node].emplace_back(job, task.index);
+  tasks_by_node_[node].emplace_back(job.id, task.index);
+  task.indexed_end_us = job.EndsBy().value_or(job.start_time_us + default_runtime_us_);
+  tasks_by_end_.insert({task.indexed_end_us, job.id, task.index});
 }
 
 void Engine::UnindexTask(uint64_t job, const PlacedTask& task) {
+  tasks_by_end_.erase({task.indexed_end_us, job, task.index});
   const NodeIndexId node = task.allocation.node;
   if (node >= tasks_by_node_.size()) return;
   auto& list = tasks_by_node_[node];

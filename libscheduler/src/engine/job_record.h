@@ -27,6 +27,7 @@ struct PlacedTask {
   bool exited = false;
   bool stopping = false;  // stopped on purpose (preemption, shrink): not a failure.
   int32_t exit_code = 0;
+  TimestampUs indexed_end_us = 0;  // its expected end, under which Engine indexes it.
 };
 
 struct JobRecord {
