@@ -364,15 +364,17 @@ std::optional<TimestampUs> SchedulerImpl::NextWakeupUs() {
 
 // --- EngineHost ---------------------------------------------------------------------------------
 
-void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
-                            std::function<void(const Status&)> durable) {
+void SchedulerImpl::Persist(JobUpdate update, std::function<void(const Status&)> durable) {
   gathered_persists_.push_back({std::move(update), std::move(durable)});
   if (gathered_persists_.size() >= kMaxGatheredPersists) FlushPersists();
 }
 
 void SchedulerImpl::PersistEvent(v1::Event event) {
-  auto update = std::make_shared<JobUpdate>();
-  update->events.push_back({event.time_us(), event.SerializeAsString()});
+  SerializedEvent serialized;
+  serialized.time_us = event.time_us();
+  SerializeInto(event, &serialized.bytes);
+  JobUpdate update;
+  update.AddEvent(serialized);
   gathered_persists_.push_back({std::move(update), nullptr});
   if (gathered_persists_.size() >= kMaxGatheredPersists) FlushPersists();
 }
@@ -387,28 +389,38 @@ void SchedulerImpl::FlushPersists() {
   if (!spare_persist_buffers_.empty()) {
     batch->swap(spare_persist_buffers_.back());
     spare_persist_buffers_.pop_back();
+  } else {
+    batch->reserve(kMaxGatheredPersists);
   }
   batch->swap(gathered_persists_);
   const TimestampUs now = clock_->NowUs();
   store_->Write(
       [batch, now](store::WriteTransaction& t) -> Status {
         for (const PendingPersist& p : *batch) {
-          const JobUpdate& update = *p.update;
+          const JobUpdate& update = p.update;
           // The batch outlives the transaction: the bytes are bound, not copied.
-          if (update.job_id != 0) t.DeferJobStatus(update.job_id, update.state, update.status, now);
-          for (const SerializedEvent& e : update.events) {
+          if (update.job_id != 0) {
+            t.DeferJobStatus(update.job_id, update.state, update.status(), now);
+          }
+          for (size_t i = 0; i < update.event_count(); ++i) {
             TESSERA_RETURN_IF_ERROR(
-                t.AppendSerializedEvent(e.time_us, update.job_id, e.bytes).status());
+                t.AppendSerializedEvent(update.event_time_us(i), update.job_id, update.event(i))
+                    .status());
           }
         }
         return Status::Ok();
       },
       // The callbacks run on the strand, in order; the updates are freed there too (on the
-      // thread that allocated them) and the emptied buffer is kept for reuse.
+      // thread that allocated them) and the emptied buffer is kept for reuse. An event that
+      // concerns no job is not retried (the engine keeps nothing waiting on it).
       [this, batch](const Status& status) {
         Post([this, batch, status] {
           for (PendingPersist& p : *batch) {
-            if (p.durable) p.durable(status);
+            if (status.ok()) {
+              if (p.durable) p.durable(status);
+            } else if (p.update.job_id != 0) {
+              engine_->PersistFailed(status, std::move(p.update), std::move(p.durable));
+            }
           }
           batch->clear();
           if (spare_persist_buffers_.size() < kMaxSparePersistBuffers) {

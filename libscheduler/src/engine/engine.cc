@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/check.h"
 #include "fairshare/drf.h"
 
 namespace tessera {
@@ -258,22 +257,6 @@ v1::SchedulerStats Engine::Stats() const {
   *stats.mutable_preemption_latency() = preemption_latency_.Summary();
   stats.set_lost_gpu_seconds(lost_gpu_us_ / 1'000'000);
   return stats;
-}
-
-v1::JobStatus JobUpdate::ParseStatus() const {
-  v1::JobStatus parsed;
-  if (!parsed.ParseFromString(status)) TESSERA_BUG("a job update holds an unparsable status");
-  return parsed;
-}
-
-std::vector<v1::Event> JobUpdate::ParseEvents() const {
-  std::vector<v1::Event> parsed(events.size());
-  for (size_t i = 0; i < events.size(); ++i) {
-    if (!parsed[i].ParseFromString(events[i].bytes)) {
-      TESSERA_BUG("a job update holds an unparsable event");
-    }
-  }
-  return parsed;
 }
 
 }  // namespace tessera

@@ -13,7 +13,6 @@
 // index (O(log nodes)); nothing rescans all nodes or all jobs.
 #pragma once
 
-#include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -28,6 +27,7 @@
 #include "common/latency_histogram.h"
 #include "engine/executor.h"
 #include "engine/job_record.h"
+#include "engine/job_update.h"
 #include "engine/reservations.h"
 #include "engine/timer_queue.h"
 #include "fairshare/queue_tree.h"
@@ -46,33 +46,14 @@
 
 namespace tessera {
 
-// A v1::Event, serialized without its seq (the store assigns it), with its time for the
-// event table's column.
-struct SerializedEvent {
-  int64_t time_us = 0;
-  std::string bytes;
-};
-
-// A job's new status and the events that led to it, to be made durable. Both are serialized
-// when the engine makes them, from messages it reuses: a churning cluster makes several updates
-// per job, and building each as protobuf objects cost more allocation than the decisions did.
-struct JobUpdate {
-  uint64_t job_id = 0;                             // 0: events that concern no job (and no status).
-  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;  // the status's state, for the state column.
-  std::string status;                              // serialized v1::JobStatus.
-  boost::container::small_vector<SerializedEvent, 1> events;
-
-  // Parsed copies, for tests and diagnostics.
-  v1::JobStatus ParseStatus() const;
-  std::vector<v1::Event> ParseEvents() const;
-};
-
 class EngineHost {
  public:
   virtual ~EngineHost() = default;
-  // Makes `update` durable, then runs `durable` on the decision strand with the outcome.
-  virtual void Persist(std::shared_ptr<const JobUpdate> update,
-                       std::function<void(const Status&)> durable) = 0;
+  // Makes `update` durable. Then, on the decision strand and in the order the updates came:
+  // runs `durable` (when set) if the update is durable, or, if the store refused it, hands both
+  // back through Engine::PersistFailed. The update is handed over rather than shared, so that a
+  // host can keep it inline in the buffers it gathers writes in.
+  virtual void Persist(JobUpdate update, std::function<void(const Status&)> durable) = 0;
   // The engine has decisions to make; run RunDecisions soon (coalescing repeated requests).
   // After every call into the engine the host also arms a wake-up for timers().NextDeadline()
   // and calls OnTimeAdvanced when it comes.
@@ -132,6 +113,12 @@ class Engine final : public ExecutorEvents {
   // still reports, are stopped unless the engine holds them, so no job runs twice.
   void RegainExecutor(const std::vector<TaskRef>& live);
 
+  // --- Durability.
+  // The store refused `update` (see EngineHost::Persist): decisions pause, and it is retried
+  // with the job's status as it is then, in order with everything refused after it.
+  void PersistFailed(const Status& status, JobUpdate update,
+                     std::function<void(const Status&)> durable);
+
   // --- Time and decisions.
   void OnTimeAdvanced();
   // Makes decisions until none is left or `deadline` (steady clock) passes. Returns true if
@@ -159,8 +146,6 @@ class Engine final : public ExecutorEvents {
   v1::JobStatus BuildStatus(const JobRecord& job) const;
   // Fills `status` (cleared first) with the job's status.
   void FillStatus(const JobRecord& job, v1::JobStatus* status) const;
-  // The job's status, serialized through a reused message.
-  std::string SerializeStatus(const JobRecord& job);
   // A JOB_STATE_CHANGED event from `from` to the job's current state, serialized now (through a
   // reused message), so that it records the job as it is at this point.
   SerializedEvent MakeEvent(const JobRecord& job, v1::JobState from, std::string_view reason);
@@ -170,10 +155,9 @@ class Engine final : public ExecutorEvents {
                             std::string_view reason);
   void Persist(JobRecord& job, std::vector<SerializedEvent> events,
                std::function<void(const Status&)> durable = nullptr);
-  void Persist(JobRecord& job, SerializedEvent event,
+  void Persist(JobRecord& job, const SerializedEvent& event,
                std::function<void(const Status&)> durable = nullptr);
-  void SendPersist(std::shared_ptr<const JobUpdate> update,
-                   std::function<void(const Status&)> durable);
+  void SendPersist(JobUpdate update, std::function<void(const Status&)> durable);
   void RetryFailedPersists();
   PlacedTask* FindTask(JobRecord& job, const TaskRef& ref);
   JobRecord* FindJob(uint64_t id);
@@ -254,7 +238,7 @@ class Engine final : public ExecutorEvents {
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
   void ClearFailedGpus(NodeState& node);
   void PersistNodeEvent(const std::string& node, const std::string& reason);
-  void UnindexTask(uint64_t job, const PlacedTask& task);
+  void UnindexTask(uint64_t job, PlacedTask& task);
 
   const Options options_;
   const Clock& clock_;
@@ -271,13 +255,7 @@ class Engine final : public ExecutorEvents {
   // Live tasks by expected end (the time limit, or default_runtime_estimate after the start):
   // reservation planning releases them in this order, and on a full cluster it plans after
   // almost every placement, so it must not scan every job to find the first few to end.
-  struct TaskEnd {
-    TimestampUs end_us = 0;
-    uint64_t job = 0;
-    int32_t task = 0;
-    auto operator<=>(const TaskEnd&) const = default;
-  };
-  std::set<TaskEnd> tasks_by_end_;
+  TasksByEnd tasks_by_end_;
   const int64_t default_runtime_us_;
   ReservationFilter* reservation_filter_ = nullptr;  // owned by placer_.
   Placer placer_;
@@ -299,7 +277,7 @@ class Engine final : public ExecutorEvents {
   std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
-  std::map<int32_t, std::multiset<TimestampUs>> preemptible_running_;
+  std::map<int32_t, RunningStarts> preemptible_running_;
   std::map<std::pair<NodeIndexId, int>, v1::GpuState> gpu_health_;  // GPUs with readings.
   uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
   LatencyHistogram reservation_latency_;
@@ -312,7 +290,7 @@ class Engine final : public ExecutorEvents {
   bool paused_ = false;
   bool store_degraded_ = false;
   struct FailedPersist {
-    std::shared_ptr<const JobUpdate> update;
+    JobUpdate update;
     std::function<void(const Status&)> durable;
   };
   // Updates the store refused (disk full, I/O error): retried in order, with decisions paused

@@ -39,11 +39,13 @@ void Engine::SetState(JobRecord& job, v1::JobState state) {
     running_jobs_ += is_running ? 1 : -1;
     queues_.AdjustRunning(job.queue, is_running ? 1 : -1);
     if (job.preemptible && is_running) {
-      job.indexed_start_us = job.start_time_us;
-      preemptible_running_[job.key.priority].insert(job.indexed_start_us);
-    } else if (job.preemptible) {
-      auto& starts = preemptible_running_[job.key.priority];
-      if (auto it = starts.find(job.indexed_start_us); it != starts.end()) starts.erase(it);
+      RunningStarts& starts = preemptible_running_[job.key.priority];
+      // Jobs start in time order, mostly: the hint makes those inserts constant time.
+      job.preemptible_start = starts.insert(starts.end(), job.start_time_us);
+    } else if (job.preemptible_start) {
+      RunningStarts& starts = preemptible_running_[job.key.priority];
+      starts.erase(*job.preemptible_start);
+      job.preemptible_start.reset();
       if (starts.empty()) preemptible_running_.erase(job.key.priority);
     }
   }
@@ -86,11 +88,10 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     failed.set_state(v1::FAILED);
     failed.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
     failed.set_end_time_us(clock_.NowUs());
-    auto update = std::make_shared<JobUpdate>();
-    update->job_id = stored.id();
-    update->state = v1::FAILED;
-    update->status = failed.SerializeAsString();
-    SendPersist(update, nullptr);
+    JobUpdate update;
+    update.job_id = stored.id();
+    update.SetStatus(failed);
+    SendPersist(std::move(update), nullptr);
     return;
   }
 
@@ -412,11 +413,6 @@ v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
   return status;
 }
 
-std::string Engine::SerializeStatus(const JobRecord& job) {
-  FillStatus(job, &status_scratch_);
-  return status_scratch_.SerializeAsString();
-}
-
 void Engine::FillStatus(const JobRecord& job, v1::JobStatus* status) const {
   // Cleared, not rebuilt: a reused message keeps its strings and placements for the next job.
   status->Clear();
@@ -474,56 +470,55 @@ SerializedEvent Engine::MakeEvent(const JobRecord& job, v1::EventKind kind, v1::
   e.mutable_reason()->assign(reason.data(), reason.size());
   e.set_attempt(job.attempt);
   if (!job.tasks.empty()) e.set_node(cluster_.node(job.tasks.front().allocation.node).name());
-  return SerializedEvent{now, e.SerializeAsString()};
+  SerializedEvent event;
+  event.time_us = now;
+  SerializeInto(e, &event.bytes);
+  return event;
 }
 
 void Engine::Persist(JobRecord& job, std::vector<SerializedEvent> events,
                      std::function<void(const Status&)> durable) {
-  auto update = std::make_shared<JobUpdate>();
-  update->job_id = job.id;
-  update->state = job.state;
-  update->status = SerializeStatus(job);
-  update->events.assign(std::make_move_iterator(events.begin()),
-                        std::make_move_iterator(events.end()));
+  JobUpdate update;
+  update.job_id = job.id;
+  FillStatus(job, &status_scratch_);
+  update.SetStatus(status_scratch_);
+  for (const SerializedEvent& event : events) update.AddEvent(event);
   SendPersist(std::move(update), std::move(durable));
 }
 
-void Engine::Persist(JobRecord& job, SerializedEvent event,
+void Engine::Persist(JobRecord& job, const SerializedEvent& event,
                      std::function<void(const Status&)> durable) {
-  auto update = std::make_shared<JobUpdate>();
-  update->job_id = job.id;
-  update->state = job.state;
-  update->status = SerializeStatus(job);
-  update->events.push_back(std::move(event));
+  JobUpdate update;
+  update.job_id = job.id;
+  FillStatus(job, &status_scratch_);
+  update.SetStatus(status_scratch_);
+  update.AddEvent(event);
   SendPersist(std::move(update), std::move(durable));
 }
 
-void Engine::SendPersist(std::shared_ptr<const JobUpdate> update,
-                         std::function<void(const Status&)> durable) {
+void Engine::SendPersist(JobUpdate update, std::function<void(const Status&)> durable) {
   if (store_degraded_) {
     // Keep the order: nothing overtakes an update that is waiting for a retry.
     failed_persists_.push_back({std::move(update), std::move(durable)});
     return;
   }
-  host_.Persist(update, [this, update, durable = std::move(durable)](const Status& status) {
-    if (status.ok()) {
-      if (durable) durable(status);
-      return;
-    }
-    if (!store_degraded_) {
-      spdlog::error("store write failed, pausing decisions and retrying: {}", status.ToString());
-    }
-    store_degraded_ = true;
-    last_store_error_ = status;
-    failed_persists_.push_back({update, durable});
-    if (!persist_retry_scheduled_) {
-      persist_retry_scheduled_ = true;
-      const int64_t delay_us =
-          std::chrono::duration_cast<std::chrono::microseconds>(options_.engine.store_retry)
-              .count();
-      timers_.Schedule(clock_.NowUs() + delay_us, [this] { RetryFailedPersists(); });
-    }
-  });
+  host_.Persist(std::move(update), std::move(durable));
+}
+
+void Engine::PersistFailed(const Status& status, JobUpdate update,
+                           std::function<void(const Status&)> durable) {
+  if (!store_degraded_) {
+    spdlog::error("store write failed, pausing decisions and retrying: {}", status.ToString());
+  }
+  store_degraded_ = true;
+  last_store_error_ = status;
+  failed_persists_.push_back({std::move(update), std::move(durable)});
+  if (!persist_retry_scheduled_) {
+    persist_retry_scheduled_ = true;
+    const int64_t delay_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(options_.engine.store_retry).count();
+    timers_.Schedule(clock_.NowUs() + delay_us, [this] { RetryFailedPersists(); });
+  }
 }
 
 void Engine::RetryFailedPersists() {
@@ -534,10 +529,14 @@ void Engine::RetryFailedPersists() {
   for (FailedPersist& f : retry) {
     // Write the job's latest status (an older one would overwrite newer progress) with the
     // events that never reached the store.
-    if (JobRecord* job = FindJob(f.update->job_id)) {
-      auto fresh = std::make_shared<JobUpdate>(*f.update);
-      fresh->state = job->state;
-      fresh->status = SerializeStatus(*job);
+    if (JobRecord* job = FindJob(f.update.job_id)) {
+      JobUpdate fresh;
+      fresh.job_id = job->id;
+      FillStatus(*job, &status_scratch_);
+      fresh.SetStatus(status_scratch_);
+      for (size_t i = 0; i < f.update.event_count(); ++i) {
+        fresh.AddEvent(f.update.event_time_us(i), f.update.event(i));
+      }
       f.update = std::move(fresh);
     }
     SendPersist(std::move(f.update), std::move(f.durable));

@@ -14,22 +14,19 @@ NodeIndex::Entries* NodeIndex::ShareIndex(int model) {
   return &share_by_model_[model];
 }
 
-void NodeIndex::Move(Entries* entries, int64_t& current, int64_t wanted, NodeIndexId id) {
+void NodeIndex::Move(Entries* entries, int64_t& current, Entries::iterator& at, int64_t wanted,
+                     NodeIndexId id) {
   if (current == wanted) return;
   if (current >= 0 && wanted >= 0) {
     // Every placement and release moves a node: re-key its entry rather than free one and
     // allocate another.
-    auto entry = entries->extract({current, id});
-    if (entry.empty()) {
-      entries->insert({wanted, id});
-    } else {
-      entry.value() = {wanted, id};
-      entries->insert(std::move(entry));
-    }
+    auto entry = entries->extract(at);
+    entry.value() = {wanted, id};
+    at = entries->insert(std::move(entry)).position;
   } else if (current >= 0) {
-    entries->erase({current, id});
+    entries->erase(at);
   } else {
-    entries->insert({wanted, id});
+    at = entries->insert({wanted, id}).first;
   }
   current = wanted;
 }
@@ -40,16 +37,16 @@ void NodeIndex::Update(const NodeState& node) {
   Keys& k = keys_[id];
   if (k.model != node.model() && k.model >= 0) {
     // The node came back with another model: drop its old GPU keys first.
-    Move(WholeIndex(k.model), k.whole, -1, id);
-    Move(ShareIndex(k.model), k.share, -1, id);
+    Move(WholeIndex(k.model), k.whole, k.whole_at, -1, id);
+    Move(ShareIndex(k.model), k.share, k.share_at, -1, id);
   }
   k.model = node.model();
   const bool schedulable = node.Schedulable();
-  Move(&cpu_, k.cpu, schedulable ? node.cpu_free() : -1, id);
+  Move(&cpu_, k.cpu, k.cpu_at, schedulable ? node.cpu_free() : -1, id);
   if (node.model() >= 0) {
-    Move(WholeIndex(node.model()), k.whole,
+    Move(WholeIndex(node.model()), k.whole, k.whole_at,
          schedulable && node.whole_free_gpus() > 0 ? node.whole_free_gpus() : -1, id);
-    Move(ShareIndex(node.model()), k.share,
+    Move(ShareIndex(node.model()), k.share, k.share_at,
          schedulable && node.max_free_milli() > 0 ? node.max_free_milli() : -1, id);
   }
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <set>
 #include <utility>
 #include <vector>
@@ -23,6 +24,11 @@ enum class IndexOrder { kTightestFirst, kLoosestFirst };
 
 class NodeIndex {
  public:
+  NodeIndex() = default;
+  // Not copyable: it keeps iterators into its own sets.
+  NodeIndex(const NodeIndex&) = delete;
+  NodeIndex& operator=(const NodeIndex&) = delete;
+
   void Update(const NodeState& node);
 
   // Calls `visit(node_id)` for each schedulable node of `model` (or, for CPU-only shapes, any
@@ -32,23 +38,29 @@ class NodeIndex {
 
  private:
   using Entries = std::set<std::pair<int64_t, NodeIndexId>>;
+  // A node's keys, and where its entries are, so that moving one needs no search.
   struct Keys {
     int model = -1;
     int64_t whole = -1;  // -1: not in the index.
     int64_t share = -1;
     int64_t cpu = -1;
+    Entries::iterator whole_at;
+    Entries::iterator share_at;
+    Entries::iterator cpu_at;
   };
 
   Entries* WholeIndex(int model);
   Entries* ShareIndex(int model);
-  static void Move(Entries* entries, int64_t& current, int64_t wanted, NodeIndexId id);
+  static void Move(Entries* entries, int64_t& current, Entries::iterator& at, int64_t wanted,
+                   NodeIndexId id);
 
   template <typename Visitor>
   static void VisitEntries(const Entries& entries, int64_t need, IndexOrder order, Visitor&& visit);
 
   std::vector<Keys> keys_;  // by node id.
-  std::vector<Entries> whole_by_model_;
-  std::vector<Entries> share_by_model_;
+  // Deques: growing them keeps the sets (and the iterators into them) in place.
+  std::deque<Entries> whole_by_model_;
+  std::deque<Entries> share_by_model_;
   Entries cpu_;
 };
 
