@@ -396,6 +396,8 @@ void SchedulerImpl::FlushPersists() {
   const TimestampUs now = clock_->NowUs();
   store_->Write(
       [batch, now](store::WriteTransaction& t) -> Status {
+        std::vector<store::WriteTransaction::EventRow> events;
+        events.reserve(batch->size() + batch->size() / 4);
         for (const PendingPersist& p : *batch) {
           const JobUpdate& update = p.update;
           // The batch outlives the transaction: the bytes are bound, not copied.
@@ -403,12 +405,10 @@ void SchedulerImpl::FlushPersists() {
             t.DeferJobStatus(update.job_id, update.state, update.status(), now);
           }
           for (size_t i = 0; i < update.event_count(); ++i) {
-            TESSERA_RETURN_IF_ERROR(
-                t.AppendSerializedEvent(update.event_time_us(i), update.job_id, update.event(i))
-                    .status());
+            events.push_back({update.event_time_us(i), update.job_id, update.event(i)});
           }
         }
-        return Status::Ok();
+        return t.AppendSerializedEvents(events);
       },
       // The callbacks run on the strand, in order; the updates are freed there too (on the
       // thread that allocated them) and the emptied buffer is kept for reuse. An event that

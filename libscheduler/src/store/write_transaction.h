@@ -29,6 +29,10 @@ class WriteTransaction {
   StatusOr<v1::Job> ReadJob(uint64_t id);
   // Inserts `job` (its id is assigned and returned). `priority` is the resolved class value.
   StatusOr<uint64_t> InsertJob(const v1::Job& job, int32_t priority, int64_t now_us);
+  // The same with the spec and status already serialized (by the caller's thread, so the
+  // writer only binds bytes). They are not copied: they must outlive the call.
+  StatusOr<uint64_t> InsertJob(const v1::Job& job, int32_t priority, int64_t now_us,
+                               std::string_view spec_bytes, std::string_view status_bytes);
   // Replaces the status (and state column) of an existing job. Errors: NOT_FOUND.
   Status UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us);
   // The same, with the status already serialized (so the caller's thread pays for it), written
@@ -46,10 +50,24 @@ class WriteTransaction {
   // The same for an event serialized by the caller, without its seq (readers fill it in).
   StatusOr<uint64_t> AppendSerializedEvent(int64_t time_us, uint64_t job_id,
                                            std::string_view payload);
+  // Appends serialized events in order, several rows per statement (a churning cluster writes
+  // five events per job). On error none of them is appended.
+  struct EventRow {
+    int64_t time_us = 0;
+    uint64_t job_id = 0;  // 0: none.
+    std::string_view payload;
+  };
+  Status AppendSerializedEvents(const std::vector<EventRow>& rows);
 
   // --- Queues.
   StatusOr<bool> QueueExists(const std::string& name);
   StatusOr<bool> QueueHasChildren(const std::string& name);
+  // Both at once, in one statement (every submit asks).
+  struct QueueShape {
+    bool exists = false;
+    bool has_children = false;
+  };
+  StatusOr<QueueShape> GetQueueShape(const std::string& name);
   StatusOr<int64_t> CountUnfinishedJobs(const std::string& queue);
   Status PutQueue(const v1::QueueSpec& spec);
   Status DeleteQueue(const std::string& name);

@@ -227,6 +227,18 @@ TEST_CASE("store: queue existence, children and unfinished job counts") {
   CHECK_FALSE(got.lonely_children);
   CHECK_FALSE(got.missing_children);
   CHECK(got.a_count == 3);  // PENDING, RUNNING, LOST; not the three terminal ones.
+  // GetQueueShape answers both questions in one statement, the same way.
+  REQUIRE(Run(*store, [&](WriteTransaction& txn) -> Status {
+            for (const char* name : {"a", "a/b", "ab", "a0", "lonely", "nope", "a/c"}) {
+              TESSERA_ASSIGN_OR_RETURN(WriteTransaction::QueueShape shape, txn.GetQueueShape(name));
+              TESSERA_ASSIGN_OR_RETURN(bool exists, txn.QueueExists(name));
+              TESSERA_ASSIGN_OR_RETURN(bool children, txn.QueueHasChildren(name));
+              if (shape.exists != exists || shape.has_children != children) {
+                return InternalError(std::string("GetQueueShape disagrees on ") + name);
+              }
+            }
+            return Status::Ok();
+          }).ok());
   CHECK(got.a_b_count == 1);
   CHECK(got.ab_count == 1);
   CHECK(got.none_count == 0);
