@@ -42,13 +42,29 @@ void NodeIndex::Update(const NodeState& node) {
   }
   k.model = node.model();
   const bool schedulable = node.Schedulable();
-  Move(&cpu_, k.cpu, k.cpu_at, schedulable ? node.cpu_free() : -1, id);
+  const int64_t cpu = schedulable ? node.cpu_free() : -1;
+  if (cpu != k.cpu_wanted) {
+    k.cpu_wanted = cpu;
+    if (!k.cpu_dirty) {
+      k.cpu_dirty = true;
+      cpu_dirty_.push_back(id);
+    }
+  }
   if (node.model() >= 0) {
     Move(WholeIndex(node.model()), k.whole, k.whole_at,
          schedulable && node.whole_free_gpus() > 0 ? node.whole_free_gpus() : -1, id);
     Move(ShareIndex(node.model()), k.share, k.share_at,
          schedulable && node.max_free_milli() > 0 ? node.max_free_milli() : -1, id);
   }
+}
+
+void NodeIndex::FlushCpu() const {
+  for (NodeIndexId id : cpu_dirty_) {
+    Keys& k = keys_[id];
+    k.cpu_dirty = false;
+    Move(&cpu_, k.cpu, k.cpu_at, k.cpu_wanted, id);
+  }
+  cpu_dirty_.clear();
 }
 
 }  // namespace tessera

@@ -47,6 +47,8 @@ class NodeIndex {
     Entries::iterator whole_at;
     Entries::iterator share_at;
     Entries::iterator cpu_at;
+    int64_t cpu_wanted = -1;  // the CPU key to move to at the next FlushCpu.
+    bool cpu_dirty = false;
   };
 
   Entries* WholeIndex(int model);
@@ -57,11 +59,18 @@ class NodeIndex {
   template <typename Visitor>
   static void VisitEntries(const Entries& entries, int64_t need, IndexOrder order, Visitor&& visit);
 
-  std::vector<Keys> keys_;  // by node id.
+  // Brings the CPU order up to date (see cpu_).
+  void FlushCpu() const;
+
+  // Mutable: only the CPU order is kept lazily, below.
+  mutable std::vector<Keys> keys_;  // by node id.
   // Deques: growing them keeps the sets (and the iterators into them) in place.
   std::deque<Entries> whole_by_model_;
   std::deque<Entries> share_by_model_;
-  Entries cpu_;
+  // Every placement and release changes a node's free CPU, but only CPU-only tasks read this
+  // order: it is brought up to date when one is placed, not at each change.
+  mutable Entries cpu_;
+  mutable std::vector<NodeIndexId> cpu_dirty_;
 };
 
 template <typename Visitor>
@@ -81,6 +90,7 @@ void NodeIndex::VisitEntries(const Entries& entries, int64_t need, IndexOrder or
 template <typename Visitor>
 void NodeIndex::Visit(const TaskShape& shape, int model, IndexOrder order, Visitor&& visit) const {
   if (!shape.needs_gpu()) {
+    FlushCpu();
     VisitEntries(cpu_, shape.cpu_milli, order, visit);
     return;
   }
