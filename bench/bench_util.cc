@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 namespace tessera::bench {
@@ -46,6 +47,33 @@ double PeakRssMib() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux.
+}
+
+double ThreadCpuSeconds(const std::string& thread_name) {
+  double seconds = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != thread_name) continue;
+    std::ifstream stat_file(task.path() / "stat");
+    std::string stat;
+    std::getline(stat_file, stat);
+    // Fields after the parenthesised name (which may hold spaces): state is field 3, utime and
+    // stime fields 14 and 15, in clock ticks.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string field;
+    int64_t utime = 0;
+    int64_t stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 14) utime = std::stoll(field);
+      if (i == 15) stime = std::stoll(field);
+    }
+    seconds += static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return seconds;
 }
 
 double Median(std::vector<double> values) {

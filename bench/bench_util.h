@@ -45,6 +45,11 @@ int64_t TrimmedRssBytes();
 // Peak resident set size of this process so far, in MiB (getrusage ru_maxrss).
 double PeakRssMib();
 
+// CPU seconds (user + system) used so far by this process's threads named `thread_name` (as
+// pthread_setname_np set it), summed; 0 when none exists. Read from /proc/self/task, so it tells
+// which thread a benchmark saturates.
+double ThreadCpuSeconds(const std::string& thread_name);
+
 // Median of `values` (mean of the middle two for an even count); 0 for an empty vector.
 double Median(std::vector<double> values);
 

@@ -30,6 +30,8 @@
 // Engine-side latency: GetStats keeps decision latency since Open, so only the mean over the
 // window can be derived (busy time / decisions); the p99 reported is since Open and includes
 // the fill.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -325,6 +327,26 @@ void WaitForBacklog(Scheduler& scheduler, std::chrono::seconds limit) {
 
 double ToMs(int64_t us) { return static_cast<double>(us) / 1e3; }
 
+// CPU time of the scheduler's two busy threads and of the whole process (clients, watcher and
+// sampler included): on a small machine they compete for the same cores, so throughput alone
+// does not tell which one limits it.
+struct ThreadCpu {
+  double decide_s = 0;
+  double store_s = 0;
+  double process_s = 0;
+};
+
+ThreadCpu ReadThreadCpu() {
+  ThreadCpu cpu;
+  cpu.decide_s = ThreadCpuSeconds("tessera-decide");
+  cpu.store_s = ThreadCpuSeconds("tessera-store");
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  cpu.process_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  return cpu;
+}
+
 StatusOr<Json> RunOnce(const ChurnFlags& flags, int run) {
   const uint64_t seed = flags.common.seed * 1000003 + static_cast<uint64_t>(run);
   std::mt19937_64 rng(seed);
@@ -389,12 +411,14 @@ StatusOr<Json> RunOnce(const ChurnFlags& flags, int run) {
   }
 
   std::this_thread::sleep_until(window_start);
+  const ThreadCpu cpu_before = ReadThreadCpu();
   const v1::SchedulerStats before = scheduler->GetStats();
   const SteadyClock::time_point measured_from = SteadyClock::now();
   in_window.store(true);
   std::this_thread::sleep_until(stop);
   const v1::SchedulerStats after = scheduler->GetStats();
   const double window_s = std::chrono::duration<double>(SteadyClock::now() - measured_from).count();
+  const ThreadCpu cpu_after = ReadThreadCpu();
   in_window.store(false);
   for (std::thread& t : clients) t.join();
   const double submit_tail_s = std::chrono::duration<double>(SteadyClock::now() - stop).count();
@@ -501,6 +525,16 @@ StatusOr<Json> RunOnce(const ChurnFlags& flags, int run) {
       {"engine_decision_p99_us_since_open", after.decision_latency().p99_us()},
       {"commit_p99_us_since_open", after.commit_latency().p99_us()},
       {"writes_per_commit", commits > 0 ? static_cast<double>(writes) / commits : 0.0},
+      // CPU use in the window, in % of one core, and per decision: what each thread costs.
+      {"decide_thread_cpu_pct", 100.0 * (cpu_after.decide_s - cpu_before.decide_s) / window_s},
+      {"store_thread_cpu_pct", 100.0 * (cpu_after.store_s - cpu_before.store_s) / window_s},
+      {"process_cpu_pct", 100.0 * (cpu_after.process_s - cpu_before.process_s) / window_s},
+      {"decide_thread_us_per_decision",
+       decisions > 0 ? 1e6 * (cpu_after.decide_s - cpu_before.decide_s) / decisions : 0.0},
+      {"store_thread_us_per_decision",
+       decisions > 0 ? 1e6 * (cpu_after.store_s - cpu_before.store_s) / decisions : 0.0},
+      {"process_us_per_decision",
+       decisions > 0 ? 1e6 * (cpu_after.process_s - cpu_before.process_s) / decisions : 0.0},
       {"gpu_allocated_pct", 100.0 * allocated_mean},
       {"pending_at_end", after.pending_jobs()},
       {"submit_tail_s", submit_tail_s},
@@ -530,11 +564,28 @@ int RunChurn(const ChurnFlags& flags) {
   for (const Json& run : runs) delay_runs.push_back(run.at("added_delay_p99_ms"));
   summary["added_delay_p99_ms_runs"] = delay_runs;
   EmitJsonLine(summary);
-  PrintTable(summary, {"nodes", "rate", "seconds", "sustained_decisions_per_s", "placements_per_s",
-                       "submitted_per_s", "gpu_allocated_pct", "eligible_jobs", "window_jobs",
-                       "added_delay_p50_ms", "added_delay_p99_ms", "decision_delay_p99_ms",
-                       "all_delay_p99_ms", "submit_ack_p99_ms", "engine_decision_mean_us_window",
-                       "engine_busy_pct", "pending_at_end"});
+  PrintTable(summary, {"nodes",
+                       "rate",
+                       "seconds",
+                       "sustained_decisions_per_s",
+                       "placements_per_s",
+                       "submitted_per_s",
+                       "gpu_allocated_pct",
+                       "eligible_jobs",
+                       "window_jobs",
+                       "added_delay_p50_ms",
+                       "added_delay_p99_ms",
+                       "decision_delay_p99_ms",
+                       "all_delay_p99_ms",
+                       "submit_ack_p99_ms",
+                       "engine_decision_mean_us_window",
+                       "engine_busy_pct",
+                       "decide_thread_cpu_pct",
+                       "store_thread_cpu_pct",
+                       "process_cpu_pct",
+                       "decide_thread_us_per_decision",
+                       "store_thread_us_per_decision",
+                       "pending_at_end"});
   return summary.value("submit_failures", 0) > 0 ? 1 : 0;
 }
 

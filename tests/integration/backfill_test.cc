@@ -77,6 +77,35 @@ TEST_CASE("backfill: a reserved gang starts when the running jobs end, not never
   CHECK(small->jobs(0).status().reserved_start_us() > 0);
 }
 
+TEST_CASE("backfill: a job without a limit counts as ending after the estimate, then soon") {
+  Options options;
+  options.engine.default_runtime_estimate = std::chrono::seconds(60);
+  TestScheduler t = OpenCluster(TwoNodesOfFour(), options);
+  Scheduler* sched = t.scheduler.get();
+  CreateQueue(sched, QueueSpec("small"));
+  CreateQueue(sched, QueueSpec("big"));
+  // One node runs a job with a 200 s limit; the other, from 10 s later, one without a limit.
+  MustSubmit(
+      sched,
+      JobSpecBuilder("small").Gpus(4).SimulatedDurationMs(2'000'000).TimeLimitSeconds(200).Build());
+  t->WaitIdle();
+  const TimestampUs t0 = t.clock->NowUs();
+  t.clock->AdvanceToUs(t0 + 10'000'000);
+  MustSubmit(sched, JobSpecBuilder("small").Gpus(4).SimulatedDurationMs(2'000'000).Build());
+  t->WaitIdle();
+  const uint64_t gang = MustSubmit(sched, JobSpecBuilder("big").Gpus(4).Build()).id();
+  t->WaitIdle();
+  // The job without a limit is expected to end 60 s after its start, long before the other.
+  CHECK(MustGet(sched, gang).status().reserved_start_us() == t0 + 70'000'000);
+  // Once past its estimate it could end at any moment: the plan is redone a second later and
+  // expects it five minutes from then, which is after the limited job's end, so the
+  // reservation moves to that job's node.
+  RunUntil(t, t0 + 71'000'000);
+  const v1::Job replanned = MustGet(sched, gang);
+  CHECK(replanned.status().reserved_start_us() == t0 + 200'000'000);
+  CHECK(replanned.status().reason().find("expected start in 129 s") != std::string::npos);
+}
+
 TEST_CASE("backfill: a short job uses reserved capacity it will give back in time") {
   Story s = Start(1);
   const TimestampUs t0 = s.t.clock->NowUs();

@@ -364,84 +364,71 @@ std::optional<TimestampUs> SchedulerImpl::NextWakeupUs() {
 
 // --- EngineHost ---------------------------------------------------------------------------------
 
-void SchedulerImpl::Persist(std::shared_ptr<const JobUpdate> update,
-                            std::function<void(const Status&)> durable) {
+void SchedulerImpl::Persist(JobUpdate update, std::function<void(const Status&)> durable) {
   gathered_persists_.push_back({std::move(update), std::move(durable)});
   if (gathered_persists_.size() >= kMaxGatheredPersists) FlushPersists();
 }
 
 void SchedulerImpl::PersistEvent(v1::Event event) {
-  auto update = std::make_shared<JobUpdate>();
-  update->events.push_back(std::move(event));
+  SerializedEvent serialized;
+  serialized.time_us = event.time_us();
+  SerializeInto(event, &serialized.bytes);
+  JobUpdate update;
+  update.AddEvent(serialized);
   gathered_persists_.push_back({std::move(update), nullptr});
   if (gathered_persists_.size() >= kMaxGatheredPersists) FlushPersists();
 }
 
 void SchedulerImpl::FlushPersists() {
   if (gathered_persists_.empty()) return;
-  // Swapped, not moved: both buffers keep their capacity, so gathering does not reallocate.
-  std::vector<PendingPersist>& gathered = flushing_persists_;
-  gathered.swap(gathered_persists_);
+  // The engine serialized its updates on this thread, so the store writer (the busier thread)
+  // only binds bytes. The engine's own transitions cannot fail one by one (only the store as a
+  // whole can), so they share one write without a savepoint, and each job's row is written
+  // once, with its last status.
+  auto batch = std::make_shared<std::vector<PendingPersist>>();
+  if (!spare_persist_buffers_.empty()) {
+    batch->swap(spare_persist_buffers_.back());
+    spare_persist_buffers_.pop_back();
+  } else {
+    batch->reserve(kMaxGatheredPersists);
+  }
+  batch->swap(gathered_persists_);
   const TimestampUs now = clock_->NowUs();
-  // Serialized here, on the decision thread, so that the store writer (the busier thread) only
-  // binds bytes. The engine's own transitions cannot fail one by one (only the store as a whole
-  // can), so they share one write without a savepoint, and each job's row is written once, with
-  // its last status.
-  struct EventRow {
-    int64_t time_us;
-    uint64_t job_id;  // 0: none.
-    std::string payload;
-  };
-  struct StatusRow {
-    uint64_t job_id;
-    v1::JobState state;
-    std::string status;
-  };
-  struct Serialized {
-    std::vector<EventRow> events;  // in the order the engine made them.
-    std::vector<StatusRow> statuses;
-  };
-  auto serialized = std::make_shared<Serialized>();
-  serialized->events.reserve(gathered.size());
-  std::unordered_map<uint64_t, size_t> last_update;  // job id -> index in `gathered`.
-  last_update.reserve(gathered.size());
-  std::vector<std::function<void(const Status&)>> durables;
-  durables.reserve(gathered.size());
-  for (size_t i = 0; i < gathered.size(); ++i) {
-    PendingPersist& p = gathered[i];
-    if (p.update->job_id != 0) last_update[p.update->job_id] = i;
-    for (const v1::Event& e : p.update->events) {
-      serialized->events.push_back({e.time_us(), p.update->job_id, e.SerializeAsString()});
-    }
-    if (p.durable) durables.push_back(std::move(p.durable));
-  }
-  serialized->statuses.reserve(last_update.size());
-  for (const auto& [job_id, i] : last_update) {
-    const v1::JobStatus& status = gathered[i].update->status;
-    serialized->statuses.push_back({job_id, status.state(), status.SerializeAsString()});
-  }
   store_->Write(
-      [serialized, now](store::WriteTransaction& t) -> Status {
-        for (const StatusRow& row : serialized->statuses) {
-          // Aliases `serialized`, which outlives the batch: no copy of the bytes.
-          t.DeferJobStatus(row.job_id, row.state,
-                           std::shared_ptr<const std::string>(serialized, &row.status), now);
+      [batch, now](store::WriteTransaction& t) -> Status {
+        std::vector<store::WriteTransaction::EventRow> events;
+        events.reserve(batch->size() + batch->size() / 4);
+        for (const PendingPersist& p : *batch) {
+          const JobUpdate& update = p.update;
+          // The batch outlives the transaction: the bytes are bound, not copied.
+          if (update.job_id != 0) {
+            t.DeferJobStatus(update.job_id, update.state, update.status(), now);
+          }
+          for (size_t i = 0; i < update.event_count(); ++i) {
+            events.push_back({update.event_time_us(i), update.job_id, update.event(i)});
+          }
         }
-        for (const EventRow& row : serialized->events) {
-          TESSERA_RETURN_IF_ERROR(
-              t.AppendSerializedEvent(row.time_us, row.job_id, row.payload).status());
-        }
-        return Status::Ok();
+        return t.AppendSerializedEvents(events);
       },
-      // Moved into the strand task, so the engine's objects are also freed on its thread.
-      [this, durables = std::move(durables)](const Status& status) mutable {
-        if (durables.empty()) return;
-        Post([durables = std::move(durables), status] {
-          for (const auto& durable : durables) durable(status);
+      // The callbacks run on the strand, in order; the updates are freed there too (on the
+      // thread that allocated them) and the emptied buffer is kept for reuse. An event that
+      // concerns no job is not retried (the engine keeps nothing waiting on it).
+      [this, batch](const Status& status) {
+        Post([this, batch, status] {
+          for (PendingPersist& p : *batch) {
+            if (status.ok()) {
+              if (p.durable) p.durable(status);
+            } else if (p.update.job_id != 0) {
+              engine_->PersistFailed(status, std::move(p.update), std::move(p.durable));
+            }
+          }
+          batch->clear();
+          if (spare_persist_buffers_.size() < kMaxSparePersistBuffers) {
+            spare_persist_buffers_.push_back(std::move(*batch));
+          }
         });
       },
       /*isolated=*/false);
-  gathered.clear();
 }
 
 void SchedulerImpl::InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) {

@@ -98,8 +98,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   void InstallRestartedPlugin(PluginRestarter::Restarted restarted);
 
   // EngineHost.
-  void Persist(std::shared_ptr<const JobUpdate> update,
-               std::function<void(const Status&)> durable) override;
+  void Persist(JobUpdate update, std::function<void(const Status&)> durable) override;
   void RequestDecisions() override;
   void PersistEvent(v1::Event event) override;
   void InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) override;
@@ -148,14 +147,17 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // succession, STARTING then RUNNING say, then share a write and a status row). Each keeps its
   // own events, in order; `durable` callbacks run in order after the commit.
   struct PendingPersist {
-    std::shared_ptr<const JobUpdate> update;  // job_id 0: events that concern no job.
+    JobUpdate update;  // job_id 0: events that concern no job.
     std::function<void(const Status&)> durable;
   };
   // Past this many, a strand task sends them at once rather than at its end.
   static constexpr size_t kMaxGatheredPersists = 1024;
   std::vector<PendingPersist> gathered_persists_;  // strand only.
-  std::vector<PendingPersist> flushing_persists_;  // strand only; FlushPersists' scratch.
-  bool persist_flush_posted_ = false;              // strand only.
+  // Buffers of sent writes come back (emptied, on the strand) once their callbacks have run, so
+  // that gathering reuses their capacity instead of allocating large blocks per write.
+  static constexpr size_t kMaxSparePersistBuffers = 32;
+  std::vector<std::vector<PendingPersist>> spare_persist_buffers_;  // strand only.
+  bool persist_flush_posted_ = false;                               // strand only.
   // Submits committed but not yet handed to the engine; a task to drain them is posted when
   // the first arrives.
   std::mutex arrivals_mu_;

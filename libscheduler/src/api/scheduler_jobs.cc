@@ -47,8 +47,14 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
     v1::Job job;
     uint64_t id = 0;
     bool created = false;
+    // Serialized here, on the caller's thread, so that the store writer (the busier thread)
+    // only binds bytes.
+    std::string spec_bytes;
+    std::string status_bytes;
   };
   auto outcome = std::make_shared<Outcome>();
+  outcome->spec_bytes = job->spec().SerializeAsString();
+  outcome->status_bytes = job->status().SerializeAsString();
   const int32_t priority_value = priority->value;
   store_->Write(
       [job, outcome, now, priority_value](store::WriteTransaction& t) -> Status {
@@ -67,14 +73,15 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& op
           }
         }
         const std::string& queue = job->spec().queue();
-        TESSERA_ASSIGN_OR_RETURN(bool exists, t.QueueExists(queue));
-        if (!exists) return NotFoundError("queue: '" + queue + "' does not exist");
-        TESSERA_ASSIGN_OR_RETURN(bool has_children, t.QueueHasChildren(queue));
-        if (has_children) {
+        TESSERA_ASSIGN_OR_RETURN(store::WriteTransaction::QueueShape shape, t.GetQueueShape(queue));
+        if (!shape.exists) return NotFoundError("queue: '" + queue + "' does not exist");
+        if (shape.has_children) {
           return FailedPreconditionError("queue: '" + queue +
                                          "' has child queues; submit to a leaf queue");
         }
-        TESSERA_ASSIGN_OR_RETURN(uint64_t id, t.InsertJob(*job, priority_value, now));
+        TESSERA_ASSIGN_OR_RETURN(
+            uint64_t id,
+            t.InsertJob(*job, priority_value, now, outcome->spec_bytes, outcome->status_bytes));
         v1::Event event;
         event.set_time_us(now);
         event.set_kind(v1::JOB_STATE_CHANGED);

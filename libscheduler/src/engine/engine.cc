@@ -25,6 +25,9 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
       clock_(clock),
       host_(host),
       preemption_guard_(options.preemption),
+      default_runtime_us_(std::chrono::duration_cast<std::chrono::microseconds>(
+                              options.engine.default_runtime_estimate)
+                              .count()),
       placer_(cluster_, index_, MakeScorer(options.placement),
               EngineFilters(reservations_, &reservation_filter_)),
       queues_(
@@ -135,7 +138,7 @@ void Engine::InventoryUpdated() {
     job->infeasible = false;
     job->reason.clear();
     AddPending(*job);
-    Persist(*job, {MakeEvent(*job, job->state, "feasible with the new inventory")});
+    Persist(*job, MakeEvent(*job, job->state, "feasible with the new inventory"));
   }
   capacity_freed_ = true;
   host_.RequestDecisions();

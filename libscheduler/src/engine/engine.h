@@ -20,12 +20,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "common/latency_histogram.h"
 #include "engine/executor.h"
 #include "engine/job_record.h"
+#include "engine/job_update.h"
 #include "engine/reservations.h"
 #include "engine/timer_queue.h"
 #include "fairshare/queue_tree.h"
@@ -44,19 +46,14 @@
 
 namespace tessera {
 
-// A job's new status and the events that led to it, to be made durable.
-struct JobUpdate {
-  uint64_t job_id = 0;
-  v1::JobStatus status;
-  std::vector<v1::Event> events;
-};
-
 class EngineHost {
  public:
   virtual ~EngineHost() = default;
-  // Makes `update` durable, then runs `durable` on the decision strand with the outcome.
-  virtual void Persist(std::shared_ptr<const JobUpdate> update,
-                       std::function<void(const Status&)> durable) = 0;
+  // Makes `update` durable. Then, on the decision strand and in the order the updates came:
+  // runs `durable` (when set) if the update is durable, or, if the store refused it, hands both
+  // back through Engine::PersistFailed. The update is handed over rather than shared, so that a
+  // host can keep it inline in the buffers it gathers writes in.
+  virtual void Persist(JobUpdate update, std::function<void(const Status&)> durable) = 0;
   // The engine has decisions to make; run RunDecisions soon (coalescing repeated requests).
   // After every call into the engine the host also arms a wake-up for timers().NextDeadline()
   // and calls OnTimeAdvanced when it comes.
@@ -116,6 +113,12 @@ class Engine final : public ExecutorEvents {
   // still reports, are stopped unless the engine holds them, so no job runs twice.
   void RegainExecutor(const std::vector<TaskRef>& live);
 
+  // --- Durability.
+  // The store refused `update` (see EngineHost::Persist): decisions pause, and it is retried
+  // with the job's status as it is then, in order with everything refused after it.
+  void PersistFailed(const Status& status, JobUpdate update,
+                     std::function<void(const Status&)> durable);
+
   // --- Time and decisions.
   void OnTimeAdvanced();
   // Makes decisions until none is left or `deadline` (steady clock) passes. Returns true if
@@ -135,22 +138,26 @@ class Engine final : public ExecutorEvents {
   void AddPending(JobRecord& job);
   void RemovePending(JobRecord& job);
   void ReleaseTask(JobRecord& job, PlacedTask& task);
-  void Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_indices);
+  // Launches the tasks with indices first_task .. first_task + tasks - 1 (one placement's).
+  void Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_t tasks);
   void MaybeFinish(JobRecord& job);
   void Requeue(JobRecord& job, const std::string& reason);
   void StopTasks(JobRecord& job);
   v1::JobStatus BuildStatus(const JobRecord& job) const;
-  v1::Event MakeEvent(const JobRecord& job, v1::JobState from, const std::string& reason) const;
+  // Fills `status` (cleared first) with the job's status.
+  void FillStatus(const JobRecord& job, v1::JobStatus* status) const;
+  // A JOB_STATE_CHANGED event from `from` to the job's current state, serialized now (through a
+  // reused message), so that it records the job as it is at this point.
+  SerializedEvent MakeEvent(const JobRecord& job, v1::JobState from, std::string_view reason);
   // A JOB_UPDATED event: something changed without a change of state.
-  v1::Event MakeUpdateEvent(const JobRecord& job, const std::string& reason) const;
-  void Persist(JobRecord& job, std::vector<v1::Event> events,
+  SerializedEvent MakeUpdateEvent(const JobRecord& job, std::string_view reason);
+  SerializedEvent MakeEvent(const JobRecord& job, v1::EventKind kind, v1::JobState from,
+                            std::string_view reason);
+  void Persist(JobRecord& job, std::vector<SerializedEvent> events,
                std::function<void(const Status&)> durable = nullptr);
-  // The same for one event (`Persist(job, {MakeEvent(...)})` lands here): moved, where an
-  // initializer list would copy it.
-  void Persist(JobRecord& job, v1::Event event,
+  void Persist(JobRecord& job, const SerializedEvent& event,
                std::function<void(const Status&)> durable = nullptr);
-  void SendPersist(std::shared_ptr<const JobUpdate> update,
-                   std::function<void(const Status&)> durable);
+  void SendPersist(JobUpdate update, std::function<void(const Status&)> durable);
   void RetryFailedPersists();
   PlacedTask* FindTask(JobRecord& job, const TaskRef& ref);
   JobRecord* FindJob(uint64_t id);
@@ -207,7 +214,9 @@ class Engine final : public ExecutorEvents {
   // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
   // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
   int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;
-  void IndexTask(uint64_t job, const PlacedTask& task);
+  // Adds a live task of a started job to the per-node and by-end indexes (the job's start time
+  // must be set).
+  void IndexTask(const JobRecord& job, PlacedTask& task);
   // engine_elastic.cc
   void GrowElastic();
 
@@ -229,7 +238,7 @@ class Engine final : public ExecutorEvents {
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
   void ClearFailedGpus(NodeState& node);
   void PersistNodeEvent(const std::string& node, const std::string& reason);
-  void UnindexTask(uint64_t job, const PlacedTask& task);
+  void UnindexTask(uint64_t job, PlacedTask& task);
 
   const Options options_;
   const Clock& clock_;
@@ -243,6 +252,11 @@ class Engine final : public ExecutorEvents {
   PreemptionGuard preemption_guard_;
   // Live tasks on each node (job id, task index): the victims preemption can see there.
   std::vector<std::vector<std::pair<uint64_t, int32_t>>> tasks_by_node_;
+  // Live tasks by expected end (the time limit, or default_runtime_estimate after the start):
+  // reservation planning releases them in this order, and on a full cluster it plans after
+  // almost every placement, so it must not scan every job to find the first few to end.
+  TasksByEnd tasks_by_end_;
+  const int64_t default_runtime_us_;
   ReservationFilter* reservation_filter_ = nullptr;  // owned by placer_.
   Placer placer_;
   QueueTree queues_;
@@ -250,6 +264,10 @@ class Engine final : public ExecutorEvents {
   std::shared_ptr<const FeasibilityChecker> feasibility_;
 
   std::unordered_map<uint64_t, JobRecord> jobs_;
+  // Reused to serialize statuses and events: after the first few, building one allocates
+  // nothing but its bytes.
+  v1::JobStatus status_scratch_;
+  v1::Event event_scratch_;
   std::set<uint64_t> infeasible_jobs_;
   int managed_mig_gpus_ = 0;  // present GPUs whose MIG layout the scheduler may change.
   bool capacity_freed_ = false;
@@ -259,7 +277,7 @@ class Engine final : public ExecutorEvents {
   std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
-  std::map<int32_t, std::multiset<TimestampUs>> preemptible_running_;
+  std::map<int32_t, RunningStarts> preemptible_running_;
   std::map<std::pair<NodeIndexId, int>, v1::GpuState> gpu_health_;  // GPUs with readings.
   uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
   LatencyHistogram reservation_latency_;
@@ -272,7 +290,7 @@ class Engine final : public ExecutorEvents {
   bool paused_ = false;
   bool store_degraded_ = false;
   struct FailedPersist {
-    std::shared_ptr<const JobUpdate> update;
+    JobUpdate update;
     std::function<void(const Status&)> durable;
   };
   // Updates the store refused (disk full, I/O error): retried in order, with decisions paused

@@ -2,6 +2,8 @@
 // job or block the queue until something changes.
 #include "engine/engine.h"
 
+#include <cstdio>
+
 namespace tessera {
 
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
@@ -169,14 +171,18 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   if (reservations_.Find(job.id)) DropReservation(job);
   const TimestampUs now = clock_.NowUs();
   ResourceVector delta;
-  std::vector<int32_t> placed;
+  // A placement's tasks get consecutive indices.
+  const int32_t first_task = job.next_task_index;
+  const int32_t placed = static_cast<int32_t>(result.tasks.size());
+  // Before the tasks are indexed (by expected end) and SetState (which indexes running jobs by
+  // start).
+  if (first_start) job.start_time_us = now;
   for (const TaskAllocation& a : result.tasks) {
     PlacedTask task;
     task.index = job.next_task_index++;
     task.allocation = a;
-    placed.push_back(task.index);
+    IndexTask(job, task);
     job.tasks.push_back(task);
-    IndexTask(job.id, task);
     delta += a.Vector();
   }
   FinishWaitingForVictims(job);
@@ -187,24 +193,21 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   if (job.elastic || job.PlacedTasks() >= job.wanted_tasks) RemovePending(job);
 
   const v1::JobState from = job.state;
-  std::string reason;
   if (first_start && job.elastic) {
     elastic_jobs_.insert(job.id);
     growth_due_ = true;
   }
-  if (first_start) {
-    job.start_time_us = now;  // before SetState, which indexes running jobs by start.
-    SetState(job, v1::ADMITTED);
-    reason = "placed " + std::to_string(placed.size()) + " task(s)";
-  } else {
-    reason = "placed " + std::to_string(placed.size()) + " more task(s)";
-  }
+  if (first_start) SetState(job, v1::ADMITTED);
+  // Formatted on the stack: this runs for every placement.
+  char reason[48];
+  const int length = std::snprintf(reason, sizeof(reason), "placed %d %stask(s)", placed,
+                                   first_start ? "" : "more ");
   job.reason.clear();
   const uint64_t id = job.id;
   const int32_t attempt = job.attempt;
-  Persist(job, {MakeEvent(job, from, reason)},
-          [this, id, attempt, placed = std::move(placed)](const Status&) {
-            Launch(id, attempt, placed);
+  Persist(job, MakeEvent(job, from, std::string_view(reason, static_cast<size_t>(length))),
+          [this, id, attempt, first_task, placed](const Status&) {
+            Launch(id, attempt, first_task, placed);
           });
 }
 

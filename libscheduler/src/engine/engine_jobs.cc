@@ -39,11 +39,13 @@ void Engine::SetState(JobRecord& job, v1::JobState state) {
     running_jobs_ += is_running ? 1 : -1;
     queues_.AdjustRunning(job.queue, is_running ? 1 : -1);
     if (job.preemptible && is_running) {
-      job.indexed_start_us = job.start_time_us;
-      preemptible_running_[job.key.priority].insert(job.indexed_start_us);
-    } else if (job.preemptible) {
-      auto& starts = preemptible_running_[job.key.priority];
-      if (auto it = starts.find(job.indexed_start_us); it != starts.end()) starts.erase(it);
+      RunningStarts& starts = preemptible_running_[job.key.priority];
+      // Jobs start in time order, mostly: the hint makes those inserts constant time.
+      job.preemptible_start = starts.insert(starts.end(), job.start_time_us);
+    } else if (job.preemptible_start) {
+      RunningStarts& starts = preemptible_running_[job.key.priority];
+      starts.erase(*job.preemptible_start);
+      job.preemptible_start.reset();
       if (starts.empty()) preemptible_running_.erase(job.key.priority);
     }
   }
@@ -82,13 +84,14 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     // job is failed visibly rather than dropped.
     TESSERA_BUG("job " + std::to_string(stored.id()) + " names queue '" + spec.queue() +
                 "', which is not a leaf queue; failing it");
-    auto update = std::make_shared<JobUpdate>();
-    update->job_id = stored.id();
-    update->status = status;
-    update->status.set_state(v1::FAILED);
-    update->status.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
-    update->status.set_end_time_us(clock_.NowUs());
-    SendPersist(update, nullptr);
+    v1::JobStatus failed = status;
+    failed.set_state(v1::FAILED);
+    failed.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
+    failed.set_end_time_us(clock_.NowUs());
+    JobUpdate update;
+    update.job_id = stored.id();
+    update.SetStatus(failed);
+    SendPersist(std::move(update), nullptr);
     return;
   }
 
@@ -159,7 +162,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
       if (t.exited) continue;
       if (all_alive) {
         placer_.Apply(t.allocation);
-        IndexTask(job.id, t);
+        IndexTask(job, t);
         queues_.AddAllocation(job.queue, t.allocation.Vector(), clock_.NowUs());
         job.allocated += t.allocation.Vector();
       } else if (live && live->count(TaskRef{job.id, job.attempt, t.index})) {
@@ -197,14 +200,14 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     job.reason = *why;
     infeasible_jobs_.insert(job.id);
     if (!stored_infeasible || status.reason() != *why) {
-      Persist(job, {MakeEvent(job, job.state, "infeasible: " + *why)});
+      Persist(job, MakeEvent(job, job.state, "infeasible: " + *why));
     }
     return;
   }
   // The shapes of the jobs taken on are the workload a learning scorer keeps room for.
   placer_.Observe(job.shape, job.wanted_tasks);
   AddPending(job);
-  if (stored_infeasible) Persist(job, {MakeEvent(job, job.state, "feasible now")});
+  if (stored_infeasible) Persist(job, MakeEvent(job, job.state, "feasible now"));
 }
 
 void Engine::Requeue(JobRecord& job, const std::string& reason) {
@@ -214,7 +217,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
     if (!t.exited) ReleaseTask(job, t);
   }
   RemovePending(job);
-  std::vector<v1::Event> events;
+  std::vector<SerializedEvent> events;
   SetState(job, v1::LOST);
   events.push_back(MakeEvent(job, from, "lost: " + reason));
   job.tasks.clear();
@@ -270,10 +273,10 @@ void Engine::StopTasks(JobRecord& job) {
   }
 }
 
-void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_indices) {
+void Engine::Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_t tasks) {
   JobRecord* job = FindJob(job_id);
   if (!job || job->attempt != attempt) return;
-  for (int32_t index : task_indices) {
+  for (int32_t index = first_task; index < first_task + tasks; ++index) {
     PlacedTask* task = FindTask(*job, TaskRef{job_id, attempt, index});
     if (!task || task->exited || task->launched) continue;
     const NodeState& node = cluster_.node(task->allocation.node);
@@ -297,7 +300,7 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, std::vector<int32_t> task_
   if (job->state == v1::ADMITTED) {
     ArmTimeLimit(*job);
     SetState(*job, v1::STARTING);
-    Persist(*job, {MakeEvent(*job, v1::ADMITTED, "launch sent")});
+    Persist(*job, MakeEvent(*job, v1::ADMITTED, "launch sent"));
   }
 }
 
@@ -312,7 +315,7 @@ void Engine::OnTaskStarted(const TaskRef& ref) {
     if (!t.exited && !t.started) return;
   }
   SetState(*job, v1::RUNNING);
-  Persist(*job, {MakeEvent(*job, v1::STARTING, "all tasks started")});
+  Persist(*job, MakeEvent(*job, v1::STARTING, "all tasks started"));
 }
 
 void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
@@ -324,7 +327,7 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
   ReleaseTask(*job, *task);
   if (task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0) {
     // A task stopped to shrink the job: the job runs on with fewer, and the store says so.
-    Persist(*job, {MakeUpdateEvent(*job, "task " + std::to_string(ref.task) + " stopped")});
+    Persist(*job, MakeUpdateEvent(*job, "task " + std::to_string(ref.task) + " stopped"));
   }
   if (exit_code != 0 && !task->stopping && !job->cancel_requested && !job->failing) {
     job->failing = true;
@@ -360,7 +363,7 @@ void Engine::MaybeFinish(JobRecord& job) {
   const v1::JobState from = job.state;
   SetState(job, end);
   job.end_time_us = clock_.NowUs();
-  Persist(job, {MakeEvent(job, from, job.reason)});
+  Persist(job, MakeEvent(job, from, job.reason));
   ++finished_;
   jobs_.erase(job.id);
 }
@@ -396,19 +399,27 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
     job->end_time_us = clock_.NowUs();
     job->reason = "cancelled";
     v1::JobStatus final_status = BuildStatus(*job);
-    Persist(*job, {MakeEvent(*job, from, "cancelled")}, reply(final_status));
+    Persist(*job, MakeEvent(*job, from, "cancelled"), reply(final_status));
     ++finished_;
     jobs_.erase(id);
     return;
   }
   job->reason = "cancel requested; stopping tasks";
-  Persist(*job, {MakeEvent(*job, job->state, job->reason)}, reply(BuildStatus(*job)));
+  Persist(*job, MakeEvent(*job, job->state, job->reason), reply(BuildStatus(*job)));
   StopTasks(*job);
   MaybeFinish(*job);
 }
 
 v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
-  v1::JobStatus s;
+  v1::JobStatus status;
+  FillStatus(job, &status);
+  return status;
+}
+
+void Engine::FillStatus(const JobRecord& job, v1::JobStatus* status) const {
+  // Cleared, not rebuilt: a reused message keeps its strings and placements for the next job.
+  status->Clear();
+  v1::JobStatus& s = *status;
   s.set_state(job.state);
   s.set_submit_time_us(job.key.submit_time_us);
   s.set_start_time_us(job.start_time_us);
@@ -437,73 +448,80 @@ v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
     p->set_exited(t.exited);
     p->set_exit_code(t.exit_code);
   }
-  return s;
 }
 
-v1::Event Engine::MakeEvent(const JobRecord& job, v1::JobState from,
-                            const std::string& reason) const {
-  v1::Event e;
-  e.set_time_us(clock_.NowUs());
-  e.set_kind(v1::JOB_STATE_CHANGED);
+SerializedEvent Engine::MakeEvent(const JobRecord& job, v1::JobState from,
+                                  std::string_view reason) {
+  return MakeEvent(job, v1::JOB_STATE_CHANGED, from, reason);
+}
+
+SerializedEvent Engine::MakeUpdateEvent(const JobRecord& job, std::string_view reason) {
+  return MakeEvent(job, v1::JOB_UPDATED, job.state, reason);
+}
+
+SerializedEvent Engine::MakeEvent(const JobRecord& job, v1::EventKind kind, v1::JobState from,
+                                  std::string_view reason) {
+  v1::Event& e = event_scratch_;
+  e.Clear();
+  const TimestampUs now = clock_.NowUs();
+  e.set_time_us(now);
+  e.set_kind(kind);
   e.set_job_id(job.id);
   e.set_from_state(from);
   e.set_to_state(job.state);
   e.set_queue(queues_.Name(job.queue));
-  e.set_reason(reason);
+  e.mutable_reason()->assign(reason.data(), reason.size());
   e.set_attempt(job.attempt);
   if (!job.tasks.empty()) e.set_node(cluster_.node(job.tasks.front().allocation.node).name());
-  return e;
+  SerializedEvent event;
+  event.time_us = now;
+  SerializeInto(e, &event.bytes);
+  return event;
 }
 
-v1::Event Engine::MakeUpdateEvent(const JobRecord& job, const std::string& reason) const {
-  v1::Event e = MakeEvent(job, job.state, reason);
-  e.set_kind(v1::JOB_UPDATED);
-  return e;
-}
-
-void Engine::Persist(JobRecord& job, std::vector<v1::Event> events,
+void Engine::Persist(JobRecord& job, std::vector<SerializedEvent> events,
                      std::function<void(const Status&)> durable) {
-  auto update = std::make_shared<JobUpdate>();
-  update->job_id = job.id;
-  update->status = BuildStatus(job);
-  update->events = std::move(events);
+  JobUpdate update;
+  update.job_id = job.id;
+  FillStatus(job, &status_scratch_);
+  update.SetStatus(status_scratch_);
+  for (const SerializedEvent& event : events) update.AddEvent(event);
   SendPersist(std::move(update), std::move(durable));
 }
 
-void Engine::Persist(JobRecord& job, v1::Event event, std::function<void(const Status&)> durable) {
-  auto update = std::make_shared<JobUpdate>();
-  update->job_id = job.id;
-  update->status = BuildStatus(job);
-  update->events.push_back(std::move(event));
+void Engine::Persist(JobRecord& job, const SerializedEvent& event,
+                     std::function<void(const Status&)> durable) {
+  JobUpdate update;
+  update.job_id = job.id;
+  FillStatus(job, &status_scratch_);
+  update.SetStatus(status_scratch_);
+  update.AddEvent(event);
   SendPersist(std::move(update), std::move(durable));
 }
 
-void Engine::SendPersist(std::shared_ptr<const JobUpdate> update,
-                         std::function<void(const Status&)> durable) {
+void Engine::SendPersist(JobUpdate update, std::function<void(const Status&)> durable) {
   if (store_degraded_) {
     // Keep the order: nothing overtakes an update that is waiting for a retry.
     failed_persists_.push_back({std::move(update), std::move(durable)});
     return;
   }
-  host_.Persist(update, [this, update, durable = std::move(durable)](const Status& status) {
-    if (status.ok()) {
-      if (durable) durable(status);
-      return;
-    }
-    if (!store_degraded_) {
-      spdlog::error("store write failed, pausing decisions and retrying: {}", status.ToString());
-    }
-    store_degraded_ = true;
-    last_store_error_ = status;
-    failed_persists_.push_back({update, durable});
-    if (!persist_retry_scheduled_) {
-      persist_retry_scheduled_ = true;
-      const int64_t delay_us =
-          std::chrono::duration_cast<std::chrono::microseconds>(options_.engine.store_retry)
-              .count();
-      timers_.Schedule(clock_.NowUs() + delay_us, [this] { RetryFailedPersists(); });
-    }
-  });
+  host_.Persist(std::move(update), std::move(durable));
+}
+
+void Engine::PersistFailed(const Status& status, JobUpdate update,
+                           std::function<void(const Status&)> durable) {
+  if (!store_degraded_) {
+    spdlog::error("store write failed, pausing decisions and retrying: {}", status.ToString());
+  }
+  store_degraded_ = true;
+  last_store_error_ = status;
+  failed_persists_.push_back({std::move(update), std::move(durable)});
+  if (!persist_retry_scheduled_) {
+    persist_retry_scheduled_ = true;
+    const int64_t delay_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(options_.engine.store_retry).count();
+    timers_.Schedule(clock_.NowUs() + delay_us, [this] { RetryFailedPersists(); });
+  }
 }
 
 void Engine::RetryFailedPersists() {
@@ -514,9 +532,14 @@ void Engine::RetryFailedPersists() {
   for (FailedPersist& f : retry) {
     // Write the job's latest status (an older one would overwrite newer progress) with the
     // events that never reached the store.
-    if (JobRecord* job = FindJob(f.update->job_id)) {
-      auto fresh = std::make_shared<JobUpdate>(*f.update);
-      fresh->status = BuildStatus(*job);
+    if (JobRecord* job = FindJob(f.update.job_id)) {
+      JobUpdate fresh;
+      fresh.job_id = job->id;
+      FillStatus(*job, &status_scratch_);
+      fresh.SetStatus(status_scratch_);
+      for (size_t i = 0; i < f.update.event_count(); ++i) {
+        fresh.AddEvent(f.update.event_time_us(i), f.update.event(i));
+      }
       f.update = std::move(fresh);
     }
     SendPersist(std::move(f.update), std::move(f.durable));

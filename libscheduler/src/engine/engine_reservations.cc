@@ -2,6 +2,7 @@
 // jobs are expected to free them, and time limits are enforced, since backfill relies on them.
 #include <spdlog/spdlog.h>
 
+#include "common/check.h"
 #include "engine/engine.h"
 #include "placement/shadow_time.h"
 
@@ -44,34 +45,53 @@ void Engine::TryReserve(JobRecord& job) {
     // Strictly: a tie in share must not pass a reservation back and forth.
     if (!queues_.Precedes(job.queue, job.key, holder.queue, holder.key, /*strictly=*/true)) return;
     holder.reason = "reservation passed to job " + std::to_string(job.id) + ", ahead in fair order";
-    Persist(holder, {MakeUpdateEvent(holder, holder.reason)});
+    Persist(holder, MakeUpdateEvent(holder, holder.reason));
     // Not DropReservation: the nodes pass to the new holder, nobody else gains room.
     reservations_.Remove(holder.id);
     holder.reserved_start_us = 0;
     holder.reserved_nodes.clear();
   }
   const TimestampUs now = clock_.NowUs();
-  const int64_t default_runtime_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                         options_.engine.default_runtime_estimate)
-                                         .count();
-  std::vector<RunningTaskEnd> running;
-  for (const auto& [id, other] : jobs_) {
-    if (other.start_time_us == 0) continue;
-    TimestampUs end = other.EndsBy().value_or(other.start_time_us + default_runtime_us);
-    // A job past its estimate (it has no time limit) could end at any moment; assume soon, and
-    // plan again then, rather than in the past (which would re-plan without end).
-    if (end <= now) end = now + kOverdueReplanUs;
-    for (const PlacedTask& t : other.tasks) {
-      if (!t.exited) running.push_back({t.allocation, end});
+  // Tasks in order of expected end. A job past its estimate (it has no time limit) could end at
+  // any moment; it is assumed to end soon, and the plan is revisited then, rather than in the
+  // past (which would re-plan without end). So: the tasks ending by `soon`, then the overdue
+  // ones, then the rest.
+  const TimestampUs soon = now + kOverdueReplanUs;
+  const auto overdue_end = tasks_by_end_.upper_bound({now, UINT64_MAX, INT32_MAX});
+  const auto soon_end = tasks_by_end_.upper_bound({soon, UINT64_MAX, INT32_MAX});
+  struct Range {
+    std::set<TaskEnd>::const_iterator from, to;
+  };
+  const Range ranges[] = {{overdue_end, soon_end},
+                          {tasks_by_end_.begin(), overdue_end},
+                          {soon_end, tasks_by_end_.end()}};
+  size_t range = 0;
+  auto at = ranges[0].from;
+  auto next_to_end = [&]() -> std::optional<RunningTaskEnd> {
+    while (range < std::size(ranges)) {
+      if (at == ranges[range].to) {
+        if (++range < std::size(ranges)) at = ranges[range].from;
+        continue;
+      }
+      const TaskEnd& e = *at++;
+      JobRecord* other = FindJob(e.job);
+      PlacedTask* task = other ? FindTask(*other, TaskRef{e.job, other->attempt, e.task}) : nullptr;
+      if (!task || task->exited) {
+        TESSERA_BUG("task " + std::to_string(e.task) + " of job " + std::to_string(e.job) +
+                    " is indexed by end but not live");
+        continue;
+      }
+      return RunningTaskEnd{task->allocation, std::max(e.end_us, range == 1 ? soon : now)};
     }
-  }
+    return std::nullopt;
+  };
   const uint64_t id = job.id;
   auto usable = [this, id](const NodeState& n) {
     return n.Schedulable() && !reservations_.HeldWholeForOther(n.id(), id);
   };
   const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
-  std::optional<ShadowPlan> plan = PlanShadowStart(cluster_, job.shape, min_tasks, job.same_node,
-                                                   std::move(running), usable, now);
+  std::optional<ShadowPlan> plan =
+      PlanShadowStart(cluster_, job.shape, min_tasks, job.same_node, next_to_end, usable, now);
   if (!plan || plan->nodes.empty()) return;
 
   // A re-plan that lands on the same nodes only moves the expected start: no event for that.
@@ -82,7 +102,7 @@ void Engine::TryReserve(JobRecord& job) {
   if (!same_nodes) {
     job.reason = "waiting for capacity: " + std::to_string(plan->nodes.size()) +
                  " node(s) reserved, expected start in " + SecondsFromNow(plan->start_us, now);
-    Persist(job, {MakeUpdateEvent(job, job.reason)});
+    Persist(job, MakeUpdateEvent(job, job.reason));
   }
   if (plan->start_us <= now) {
     // It could start now (it may have taken the reservation over from a job that blocked it):

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@
 
 namespace tessera {
 
+// A live task in the engine's index by expected end (see Engine::tasks_by_end_).
+struct TaskEnd {
+  TimestampUs end_us = 0;
+  uint64_t job = 0;
+  int32_t task = 0;
+  auto operator<=>(const TaskEnd&) const = default;
+};
+using TasksByEnd = std::set<TaskEnd>;
+// Start times of running preemptible jobs of one priority (see Engine::preemptible_running_).
+using RunningStarts = std::multiset<TimestampUs>;
+
 struct PlacedTask {
   int32_t index = 0;
   TaskAllocation allocation;
@@ -27,6 +39,9 @@ struct PlacedTask {
   bool exited = false;
   bool stopping = false;  // stopped on purpose (preemption, shrink): not a failure.
   int32_t exit_code = 0;
+  // Its entry in the index by expected end, while live: kept so that leaving the index costs no
+  // search (every task leaves it, and the searches showed in profiles).
+  std::optional<TasksByEnd::iterator> by_end;
 };
 
 struct JobRecord {
@@ -66,9 +81,9 @@ struct JobRecord {
   int32_t losses = 0;
   TimestampUs last_checkpoint_us = 0;
   TimestampUs preempted_at_us = 0;
-  TimestampUs no_preemption_before_us = 0;
-  TimestampUs indexed_start_us = 0;  // the start under which it is in preemptible_running_.  //
-                                     // this job's last search hit a guard until then.
+  TimestampUs no_preemption_before_us = 0;  // this job's last search hit a guard until then.
+  // Its entry among the running preemptible jobs' starts, while it is one of them.
+  std::optional<RunningStarts::iterator> preemptible_start;
   TimestampUs reserved_start_us = 0;
   std::vector<NodeIndexId> reserved_nodes;  // of its backfill reservation, if it holds one.
   std::string reason;

@@ -1,13 +1,18 @@
 // TimerQueue: callbacks due at points of the scheduler's clock, run by whoever owns the decision
 // strand. The engine never sleeps: its host asks for a wake-up at NextDeadline() (real time) or
 // runs RunDue after each advance of a manual clock (virtual time).
+//
+// A binary heap in one vector: a churning cluster schedules a timer or two per task (start and
+// exit reports of the simulated executor, time limits), so scheduling must not allocate a node
+// per timer. Cancelled timers stay in the heap, marked, until they reach its top.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "tessera/clock.h"
 
@@ -18,16 +23,27 @@ class TimerQueue {
   using TimerId = std::pair<TimestampUs, uint64_t>;
 
   TimerId Schedule(TimestampUs when, std::function<void()> callback);
+  // Cancelling a timer that already ran (or was cancelled) does nothing.
   void Cancel(const TimerId& id);
-  // Runs, in time order, every callback due at or before `now`, including ones scheduled by
-  // callbacks. Returns how many ran.
+  // Runs, in time order (ties in the order scheduled), every callback due at or before `now`,
+  // including ones scheduled by callbacks. Returns how many ran.
   int RunDue(TimestampUs now);
   std::optional<TimestampUs> NextDeadline() const;
-  size_t size() const { return timers_.size(); }
 
  private:
+  struct Entry {
+    TimerId id;
+    std::function<void()> callback;
+  };
+  // Orders the heap so that its front is the earliest timer.
+  static bool Later(const Entry& a, const Entry& b) { return a.id > b.id; }
+  Entry PopTop();
+  // Drops cancelled timers from the top, so the front is always a live timer.
+  void DropCancelledTop();
+
   uint64_t next_seq_ = 0;
-  std::map<TimerId, std::function<void()>> timers_;
+  std::vector<Entry> heap_;
+  std::unordered_set<uint64_t> cancelled_;  // seqs of cancelled timers still in heap_.
 };
 
 }  // namespace tessera

@@ -14,10 +14,20 @@ NodeIndex::Entries* NodeIndex::ShareIndex(int model) {
   return &share_by_model_[model];
 }
 
-void NodeIndex::Move(Entries* entries, int64_t& current, int64_t wanted, uint64_t tie) {
+void NodeIndex::Move(Entries* entries, int64_t& current, Entries::iterator& at, int64_t wanted,
+                     uint64_t tie) {
   if (current == wanted) return;
-  if (current >= 0) entries->erase({current, tie});
-  if (wanted >= 0) entries->insert({wanted, tie});
+  if (current >= 0 && wanted >= 0) {
+    // Every placement and release moves a node: re-key its entry rather than free one and
+    // allocate another.
+    auto entry = entries->extract(at);
+    entry.value() = {wanted, tie};
+    at = entries->insert(std::move(entry)).position;
+  } else if (current >= 0) {
+    entries->erase(at);
+  } else {
+    at = entries->insert({wanted, tie}).first;
+  }
   current = wanted;
 }
 
@@ -34,32 +44,48 @@ void NodeIndex::Update(const NodeState& node, uint32_t tie_rank) {
   const uint64_t tie = uint64_t{tie_rank} << 32 | id;
   if (k.model != node.model() && k.model >= 0) {
     // The node came back with another model: drop its old GPU keys first.
-    Move(WholeIndex(k.model), k.whole, -1, k.tie);
-    Move(ShareIndex(k.model), k.share, -1, k.tie);
+    Move(WholeIndex(k.model), k.whole, k.whole_at, -1, k.tie);
+    Move(ShareIndex(k.model), k.share, k.share_at, -1, k.tie);
   }
   if (k.tie != tie) {
-    // First update (or a new rank): entries are found by the tie they were inserted with.
-    Move(&cpu_, k.cpu, -1, k.tie);
-    Move(&cpu_sparing_, k.cpu_sparing, -1, k.tie);
+    // First update (or a new rank): every entry is re-inserted with the new tie.
+    Move(&cpu_, k.cpu, k.cpu_at, -1, k.tie);
+    Move(&cpu_sparing_, k.cpu_sparing, k.cpu_sparing_at, -1, k.tie);
     if (k.model >= 0) {
-      Move(WholeIndex(k.model), k.whole, -1, k.tie);
-      Move(ShareIndex(k.model), k.share, -1, k.tie);
+      Move(WholeIndex(k.model), k.whole, k.whole_at, -1, k.tie);
+      Move(ShareIndex(k.model), k.share, k.share_at, -1, k.tie);
     }
     k.tie = tie;
   }
   k.model = node.model();
   const bool schedulable = node.Schedulable();
-  Move(&cpu_, k.cpu, schedulable ? node.cpu_free() : -1, tie);
+  const int64_t cpu = schedulable ? node.cpu_free() : -1;
+  if (cpu != k.cpu || cpu != k.cpu_wanted) {
+    k.cpu_wanted = cpu;
+    if (!k.cpu_dirty) {
+      k.cpu_dirty = true;
+      cpu_dirty_.push_back(id);
+    }
+  }
   if (gpu_sparing_) {
-    Move(&cpu_sparing_, k.cpu_sparing,
+    Move(&cpu_sparing_, k.cpu_sparing, k.cpu_sparing_at,
          schedulable ? (GpuBucket(node) << kBucketShift) + node.cpu_free() : -1, tie);
   }
   if (node.model() >= 0) {
-    Move(WholeIndex(node.model()), k.whole,
+    Move(WholeIndex(node.model()), k.whole, k.whole_at,
          schedulable && node.whole_free_gpus() > 0 ? node.whole_free_gpus() : -1, tie);
-    Move(ShareIndex(node.model()), k.share,
+    Move(ShareIndex(node.model()), k.share, k.share_at,
          schedulable && node.max_free_milli() > 0 ? node.max_free_milli() : -1, tie);
   }
+}
+
+void NodeIndex::FlushCpu() const {
+  for (NodeIndexId id : cpu_dirty_) {
+    Keys& k = keys_[id];
+    k.cpu_dirty = false;
+    Move(&cpu_, k.cpu, k.cpu_at, k.cpu_wanted, k.tie);
+  }
+  cpu_dirty_.clear();
 }
 
 }  // namespace tessera

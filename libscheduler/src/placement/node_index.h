@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <set>
 #include <utility>
 #include <vector>
@@ -33,6 +34,11 @@ enum class IndexOrder {
 
 class NodeIndex {
  public:
+  NodeIndex() = default;
+  // Not copyable: it keeps iterators into its own sets.
+  NodeIndex(const NodeIndex&) = delete;
+  NodeIndex& operator=(const NodeIndex&) = delete;
+
   // `tie_rank` must stay the same for a node as long as it is indexed.
   void Update(const NodeState& node, uint32_t tie_rank = 0);
 
@@ -48,6 +54,7 @@ class NodeIndex {
  private:
   // (key, tie rank << 32 | node id).
   using Entries = std::set<std::pair<int64_t, uint64_t>>;
+  // A node's keys, and where its entries are, so that moving one needs no search.
   struct Keys {
     int model = -1;
     uint64_t tie = 0;    // tie rank << 32 | node id.
@@ -55,6 +62,12 @@ class NodeIndex {
     int64_t share = -1;
     int64_t cpu = -1;
     int64_t cpu_sparing = -1;  // GPU bucket << kBucketShift | free cpu.
+    Entries::iterator whole_at;
+    Entries::iterator share_at;
+    Entries::iterator cpu_at;
+    Entries::iterator cpu_sparing_at;
+    int64_t cpu_wanted = -1;  // the CPU key to move to at the next FlushCpu.
+    bool cpu_dirty = false;
   };
   static constexpr int kBucketShift = 40;  // free cpu in milli stays far below 2^40.
   // Buckets of free GPUs, fewest first: none, only shares, one whole GPU, one and a share, ...
@@ -62,16 +75,25 @@ class NodeIndex {
 
   Entries* WholeIndex(int model);
   Entries* ShareIndex(int model);
-  static void Move(Entries* entries, int64_t& current, int64_t wanted, uint64_t tie);
+  static void Move(Entries* entries, int64_t& current, Entries::iterator& at, int64_t wanted,
+                   uint64_t tie);
 
   // False when `visit` stopped the walk.
   template <typename Visitor>
   static bool VisitEntries(const Entries& entries, int64_t need, IndexOrder order, Visitor&& visit);
 
-  std::vector<Keys> keys_;  // by node id.
-  std::vector<Entries> whole_by_model_;
-  std::vector<Entries> share_by_model_;
-  Entries cpu_;
+  // Brings the CPU order up to date (see cpu_).
+  void FlushCpu() const;
+
+  // Mutable: only the CPU order is kept lazily, below.
+  mutable std::vector<Keys> keys_;  // by node id.
+  // Deques: growing them keeps the sets (and the iterators into them) in place.
+  std::deque<Entries> whole_by_model_;
+  std::deque<Entries> share_by_model_;
+  // Every placement and release changes a node's free CPU, but only CPU-only tasks read this
+  // order: it is brought up to date when one is placed, not at each change.
+  mutable Entries cpu_;
+  mutable std::vector<NodeIndexId> cpu_dirty_;
   bool gpu_sparing_ = false;
   Entries cpu_sparing_;  // by GpuBucket, then free cpu.
 };
@@ -95,6 +117,7 @@ template <typename Visitor>
 void NodeIndex::Visit(const TaskShape& shape, int model, IndexOrder order, Visitor&& visit) const {
   if (!shape.needs_gpu()) {
     if (order != IndexOrder::kGpuSparingFirst || !gpu_sparing_) {
+      FlushCpu();
       VisitEntries(cpu_, shape.cpu_milli, order, visit);
       return;
     }

@@ -31,6 +31,24 @@ std::optional<ShadowPlan> PlanShadowStart(const Cluster& cluster, const TaskShap
                                           std::vector<RunningTaskEnd> running,
                                           const std::function<bool(const NodeState&)>& usable,
                                           TimestampUs now_us) {
+  std::sort(running.begin(), running.end(), [](const RunningTaskEnd& a, const RunningTaskEnd& b) {
+    return a.expected_end_us < b.expected_end_us;
+  });
+  size_t next = 0;
+  return PlanShadowStart(
+      cluster, shape, min_tasks, same_node,
+      [&]() -> std::optional<RunningTaskEnd> {
+        if (next == running.size()) return std::nullopt;
+        return running[next++];
+      },
+      usable, now_us);
+}
+
+std::optional<ShadowPlan> PlanShadowStart(const Cluster& cluster, const TaskShape& shape,
+                                          int min_tasks, bool same_node,
+                                          const NextRunningTask& next_to_end,
+                                          const std::function<bool(const NodeState&)>& usable,
+                                          TimestampUs now_us) {
   // Fit counts as things stand; copies are made only for nodes a release touches.
   std::unordered_map<NodeIndexId, int> fit;
   int total = 0;
@@ -47,12 +65,10 @@ std::optional<ShadowPlan> PlanShadowStart(const Cluster& cluster, const TaskShap
   ShadowPlan plan;
   plan.start_us = now_us;
   if (!enough()) {
-    std::sort(running.begin(), running.end(), [](const RunningTaskEnd& a, const RunningTaskEnd& b) {
-      return a.expected_end_us < b.expected_end_us;
-    });
     std::unordered_map<NodeIndexId, NodeState> copies;
     bool found = false;
-    for (const RunningTaskEnd& r : running) {
+    while (std::optional<RunningTaskEnd> next = next_to_end()) {
+      const RunningTaskEnd& r = *next;
       const NodeState& original = cluster.node(r.allocation.node);
       if (!usable(original)) continue;
       auto it = copies.find(r.allocation.node);

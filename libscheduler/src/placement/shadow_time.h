@@ -5,7 +5,8 @@
 //
 // The simulation releases running tasks in order of their expected end on copies of the nodes
 // they hold, until enough of the job's tasks fit. It reads the cluster and never changes it.
-// Cost: O(R log R) for R running tasks; done once per reservation, not per decision.
+// Cost: O(N) for N nodes plus the running tasks that must end before the job fits, when they
+// come ordered; done once per reservation, not per decision.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +33,20 @@ struct ShadowPlan {
 // How many tasks of `shape` fit on `node` as it is (node is not changed).
 int TasksThatFit(const NodeState& node, const TaskShape& shape);
 
+// Running tasks in order of expected end, one per call; nullopt when none is left. The plan
+// stops asking once the job fits, so a caller that keeps its tasks ordered pays only for the
+// ones that must end.
+using NextRunningTask = std::function<std::optional<RunningTaskEnd>()>;
+
 // The earliest expected start of `min_tasks` tasks of `shape` (all on one node when
 // `same_node`), considering only nodes `usable` accepts. nullopt when even all listed tasks
 // ending would not make room.
+std::optional<ShadowPlan> PlanShadowStart(const Cluster& cluster, const TaskShape& shape,
+                                          int min_tasks, bool same_node,
+                                          const NextRunningTask& next_to_end,
+                                          const std::function<bool(const NodeState&)>& usable,
+                                          TimestampUs now_us);
+// The same for tasks in any order (they are sorted first).
 std::optional<ShadowPlan> PlanShadowStart(const Cluster& cluster, const TaskShape& shape,
                                           int min_tasks, bool same_node,
                                           std::vector<RunningTaskEnd> running,

@@ -1,5 +1,7 @@
 #include "store/write_transaction.h"
 
+#include <algorithm>
+
 #include "store/schema.h"
 
 namespace tessera::store {
@@ -16,6 +18,23 @@ const CachedSql kUpdateStatus(
 const CachedSql kInsertEvent(
     "INSERT INTO events (seq, time_us, job_id, payload) VALUES (?, ?, ?, ?)");
 const CachedSql kQueueExists("SELECT 1 FROM queues WHERE name = ?");
+// Children are named "<name>/..."; '0' is the character after '/'.
+const CachedSql kQueueShape(
+    "SELECT EXISTS (SELECT 1 FROM queues WHERE name = ?1), "
+    "EXISTS (SELECT 1 FROM queues WHERE name > ?2 AND name < ?3)");
+
+// Event rows per multi-row INSERT: enough to take most of the per-statement cost off each row.
+constexpr size_t kEventsPerInsert = 16;
+
+const CachedSql& InsertEventsSql() {
+  static const std::string text = [] {
+    std::string sql = "INSERT INTO events (seq, time_us, job_id, payload) VALUES ";
+    for (size_t i = 0; i < kEventsPerInsert; ++i) sql += i == 0 ? "(?, ?, ?, ?)" : ", (?, ?, ?, ?)";
+    return sql;
+  }();
+  static const CachedSql sql(text.c_str());
+  return sql;
+}
 const CachedSql kQueueHasChildren("SELECT 1 FROM queues WHERE name > ? AND name < ? LIMIT 1");
 
 }  // namespace
@@ -50,6 +69,13 @@ StatusOr<v1::Job> WriteTransaction::ReadJob(uint64_t id) {
 
 StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t priority,
                                                int64_t now_us) {
+  return InsertJob(job, priority, now_us, job.spec().SerializeAsString(),
+                   job.status().SerializeAsString());
+}
+
+StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t priority, int64_t now_us,
+                                               std::string_view spec_bytes,
+                                               std::string_view status_bytes) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertJob));
   if (job.idempotency_key().empty()) {
     s->BindNull(1);
@@ -61,13 +87,11 @@ StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t prior
   s->BindInt(4, priority);
   s->BindInt(5, job.status().submit_time_us());
   s->BindInt(6, now_us);
-  const std::string status = job.status().SerializeAsString();
-  s->BindBlobNoCopy(7, status);
+  s->BindBlobNoCopy(7, status_bytes);
   TESSERA_RETURN_IF_ERROR(s->Run());
   const int64_t id = db_.LastInsertRowId();
   TESSERA_ASSIGN_OR_RETURN(StatementRef spec, db_.Prepare(kInsertSpec));
   spec->BindInt(1, id);
-  const std::string spec_bytes = job.spec().SerializeAsString();
   spec->BindBlobNoCopy(2, spec_bytes);
   TESSERA_RETURN_IF_ERROR(spec->Run());
   return static_cast<uint64_t>(id);
@@ -77,7 +101,7 @@ Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& statu
   return WriteJobStatus(id, status.state(), status.SerializeAsString(), now_us);
 }
 
-Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, const std::string& status,
+Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, std::string_view status,
                                         int64_t now_us) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kUpdateStatus));
   s->BindInt(1, state);
@@ -89,17 +113,20 @@ Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, const s
   return Status::Ok();
 }
 
-void WriteTransaction::DeferJobStatus(uint64_t id, v1::JobState state,
-                                      std::shared_ptr<const std::string> status, int64_t now_us) {
-  Deferred& d = deferred_[id];
-  d.state = state;
-  d.status = std::move(status);
-  d.now_us = now_us;
+void WriteTransaction::DeferJobStatus(uint64_t id, v1::JobState state, std::string_view status,
+                                      int64_t now_us) {
+  deferred_.push_back({id, state, status, now_us});
 }
 
 Status WriteTransaction::FlushDeferred() {
-  for (const auto& [id, d] : deferred_) {
-    TESSERA_RETURN_IF_ERROR(WriteJobStatus(id, d.state, *d.status, d.now_us));
+  // By id, the last deferred status of each job winning: a stable sort keeps each job's updates
+  // in the order they came, and rows are then visited in key order.
+  std::stable_sort(deferred_.begin(), deferred_.end(),
+                   [](const Deferred& a, const Deferred& b) { return a.id < b.id; });
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    const Deferred& d = deferred_[i];
+    if (i + 1 < deferred_.size() && deferred_[i + 1].id == d.id) continue;  // superseded.
+    TESSERA_RETURN_IF_ERROR(WriteJobStatus(d.id, d.state, d.status, d.now_us));
   }
   deferred_.clear();
   return Status::Ok();
@@ -116,7 +143,7 @@ StatusOr<uint64_t> WriteTransaction::AppendEvent(v1::Event& event) {
 }
 
 StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint64_t job_id,
-                                                           const std::string& payload) {
+                                                           std::string_view payload) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertEvent));
   const uint64_t seq = next_event_seq_;
   s->BindInt(1, static_cast<int64_t>(seq));
@@ -132,6 +159,32 @@ StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint
   return seq;
 }
 
+Status WriteTransaction::AppendSerializedEvents(const std::vector<EventRow>& rows) {
+  size_t next = 0;
+  for (; next + kEventsPerInsert <= rows.size(); next += kEventsPerInsert) {
+    TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(InsertEventsSql()));
+    for (size_t i = 0; i < kEventsPerInsert; ++i) {
+      const EventRow& row = rows[next + i];
+      const int first = static_cast<int>(4 * i) + 1;
+      s->BindInt(first, static_cast<int64_t>(next_event_seq_ + i));
+      s->BindInt(first + 1, row.time_us);
+      if (row.job_id != 0) {
+        s->BindInt(first + 2, static_cast<int64_t>(row.job_id));
+      } else {
+        s->BindNull(first + 2);
+      }
+      s->BindBlobNoCopy(first + 3, row.payload);
+    }
+    TESSERA_RETURN_IF_ERROR(s->Run());
+    next_event_seq_ += kEventsPerInsert;
+  }
+  for (; next < rows.size(); ++next) {
+    const EventRow& row = rows[next];
+    TESSERA_RETURN_IF_ERROR(AppendSerializedEvent(row.time_us, row.job_id, row.payload).status());
+  }
+  return Status::Ok();
+}
+
 StatusOr<bool> WriteTransaction::QueueExists(const std::string& name) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kQueueExists));
   s->BindText(1, name);
@@ -144,6 +197,20 @@ StatusOr<bool> WriteTransaction::QueueHasChildren(const std::string& name) {
   s->BindText(1, name + "/");
   s->BindText(2, name + "0");
   return s->Step();
+}
+
+StatusOr<WriteTransaction::QueueShape> WriteTransaction::GetQueueShape(const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kQueueShape));
+  s->BindText(1, name);
+  s->BindText(2, name + "/");
+  s->BindText(3, name + "0");
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  QueueShape shape;
+  if (row) {
+    shape.exists = s->ColumnInt(0) != 0;
+    shape.has_children = s->ColumnInt(1) != 0;
+  }
+  return shape;
 }
 
 StatusOr<int64_t> WriteTransaction::CountUnfinishedJobs(const std::string& queue) {

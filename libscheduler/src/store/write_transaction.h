@@ -6,7 +6,8 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <vector>
 
 #include "store/sqlite.h"
 #include "tessera/status.h"
@@ -28,15 +29,19 @@ class WriteTransaction {
   StatusOr<v1::Job> ReadJob(uint64_t id);
   // Inserts `job` (its id is assigned and returned). `priority` is the resolved class value.
   StatusOr<uint64_t> InsertJob(const v1::Job& job, int32_t priority, int64_t now_us);
+  // The same with the spec and status already serialized (by the caller's thread, so the
+  // writer only binds bytes). They are not copied: they must outlive the call.
+  StatusOr<uint64_t> InsertJob(const v1::Job& job, int32_t priority, int64_t now_us,
+                               std::string_view spec_bytes, std::string_view status_bytes);
   // Replaces the status (and state column) of an existing job. Errors: NOT_FOUND.
   Status UpdateJobStatus(uint64_t id, const v1::JobStatus& status, int64_t now_us);
   // The same, with the status already serialized (so the caller's thread pays for it), written
   // once at the end of the batch: when one batch carries several updates of a job (admitted,
   // starting, running), only the last reaches the table. For operations that do not run in
-  // their own savepoint (see GroupCommit).
-  void DeferJobStatus(uint64_t id, v1::JobState state, std::shared_ptr<const std::string> status,
-                      int64_t now_us);
-  // Writes the deferred statuses. Called by the writer before it commits.
+  // their own savepoint (see GroupCommit). `status` is not copied: it must stay valid until the
+  // batch commits (bytes the operation captured do).
+  void DeferJobStatus(uint64_t id, v1::JobState state, std::string_view status, int64_t now_us);
+  // Writes the deferred statuses, in id order. Called by the writer before it commits.
   Status FlushDeferred();
 
   // --- Events. Assigns and returns the next sequence number (gap-free: the writer rewinds it
@@ -44,11 +49,25 @@ class WriteTransaction {
   StatusOr<uint64_t> AppendEvent(v1::Event& event);
   // The same for an event serialized by the caller, without its seq (readers fill it in).
   StatusOr<uint64_t> AppendSerializedEvent(int64_t time_us, uint64_t job_id,
-                                           const std::string& payload);
+                                           std::string_view payload);
+  // Appends serialized events in order, several rows per statement (a churning cluster writes
+  // five events per job). On error none of them is appended.
+  struct EventRow {
+    int64_t time_us = 0;
+    uint64_t job_id = 0;  // 0: none.
+    std::string_view payload;
+  };
+  Status AppendSerializedEvents(const std::vector<EventRow>& rows);
 
   // --- Queues.
   StatusOr<bool> QueueExists(const std::string& name);
   StatusOr<bool> QueueHasChildren(const std::string& name);
+  // Both at once, in one statement (every submit asks).
+  struct QueueShape {
+    bool exists = false;
+    bool has_children = false;
+  };
+  StatusOr<QueueShape> GetQueueShape(const std::string& name);
   StatusOr<int64_t> CountUnfinishedJobs(const std::string& queue);
   Status PutQueue(const v1::QueueSpec& spec);
   Status DeleteQueue(const std::string& name);
@@ -61,14 +80,15 @@ class WriteTransaction {
 
  private:
   struct Deferred {
+    uint64_t id = 0;
     v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
-    std::shared_ptr<const std::string> status;
+    std::string_view status;
     int64_t now_us = 0;
   };
-  Status WriteJobStatus(uint64_t id, v1::JobState state, const std::string& status, int64_t now_us);
+  Status WriteJobStatus(uint64_t id, v1::JobState state, std::string_view status, int64_t now_us);
   Database& db_;
   uint64_t next_event_seq_;
-  std::unordered_map<uint64_t, Deferred> deferred_;
+  std::vector<Deferred> deferred_;  // in the order deferred.
 };
 
 }  // namespace tessera::store

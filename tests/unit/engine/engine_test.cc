@@ -14,12 +14,11 @@ namespace {
 class FakeHost final : public EngineHost {
  public:
   struct Pending {
-    std::shared_ptr<const JobUpdate> update;
+    JobUpdate update;
     std::function<void(const Status&)> durable;
   };
 
-  void Persist(std::shared_ptr<const JobUpdate> update,
-               std::function<void(const Status&)> durable) override {
+  void Persist(JobUpdate update, std::function<void(const Status&)> durable) override {
     pending.push_back({std::move(update), std::move(durable)});
   }
   void RequestDecisions() override { decisions_requested = true; }
@@ -27,26 +26,34 @@ class FakeHost final : public EngineHost {
   void InventoryChanged(std::shared_ptr<const FeasibilityChecker>) override {}
 
   // Completes the oldest write with `status`; returns its update.
-  std::shared_ptr<const JobUpdate> Complete(const Status& status = Status::Ok()) {
+  JobUpdate Complete(const Status& status = Status::Ok()) {
     REQUIRE_FALSE(pending.empty());
+    REQUIRE(engine != nullptr);
     Pending p = std::move(pending.front());
     pending.pop_front();
-    if (status.ok()) committed.push_back(p.update);
-    p.durable(status);
-    return p.update;
+    JobUpdate update = p.update;
+    if (status.ok()) {
+      committed.push_back(p.update);
+      if (p.durable) p.durable(status);
+    } else {
+      engine->PersistFailed(status, std::move(p.update), std::move(p.durable));
+    }
+    return update;
   }
   void CompleteAll() {
     while (!pending.empty()) Complete();
   }
 
+  Engine* engine = nullptr;  // where refused writes go back to.
   std::deque<Pending> pending;
-  std::vector<std::shared_ptr<const JobUpdate>> committed;
+  std::vector<JobUpdate> committed;
   bool decisions_requested = false;
   std::vector<v1::Event> node_events;
 };
 
 struct EngineFixture {
   EngineFixture() : engine(Options(), clock, host) {
+    host.engine = &engine;
     v1::SimulatedCluster cluster;
     v1::SimulatedNodeGroup* g = cluster.add_groups();
     g->set_name_prefix("n");
@@ -87,15 +94,42 @@ TEST_CASE("engine: a placement is launched only after it is durable") {
   f.Submit(1, JobSpecBuilder("q").Gpus(2).Build());
   f.Decide();
   REQUIRE(f.host.pending.size() == 1);
-  CHECK(f.host.pending.front().update->status.state() == v1::ADMITTED);
+  CHECK(f.host.pending.front().update.ParseStatus().state() == v1::ADMITTED);
   f.Tick();
   CHECK(f.executor->LiveTasks().empty());  // not launched yet.
   f.host.Complete();
   REQUIRE(f.executor->LiveTasks().size() == 1);
-  CHECK(f.host.pending.back().update->status.state() == v1::STARTING);
+  CHECK(f.host.pending.back().update.ParseStatus().state() == v1::STARTING);
   f.Tick();  // the simulated task reports started.
   f.host.CompleteAll();
-  CHECK(f.host.committed.back()->status.state() == v1::RUNNING);
+  CHECK(f.host.committed.back().ParseStatus().state() == v1::RUNNING);
+}
+
+TEST_CASE("engine: an update carries its state and the events as they were when made") {
+  EngineFixture f;
+  f.Submit(1, JobSpecBuilder("q").Gpus(2).Build());
+  f.Decide();
+  f.host.Complete();  // admitted: the launch goes out.
+  f.Tick();           // started: STARTING and RUNNING follow each other.
+  std::vector<v1::Event> events;
+  while (!f.host.pending.empty()) {
+    const JobUpdate update = f.host.Complete();
+    CHECK(update.job_id == 1);
+    CHECK(update.state == update.ParseStatus().state());
+    for (const v1::Event& e : update.ParseEvents()) events.push_back(e);
+  }
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].from_state() == v1::ADMITTED);
+  CHECK(events[0].to_state() == v1::STARTING);
+  CHECK(events[0].reason() == "launch sent");
+  CHECK(events[1].from_state() == v1::STARTING);
+  CHECK(events[1].to_state() == v1::RUNNING);
+  CHECK(events[1].queue() == "q");
+  CHECK(events[1].node() == "n-0");
+  CHECK(events[1].attempt() == 1);
+  CHECK(events[1].job_id() == 1);
+  // The reused messages leave nothing behind: the later event has no stale reason.
+  CHECK(events[1].reason() == "all tasks started");
 }
 
 TEST_CASE("engine: a failed write pauses decisions and is retried until durable") {
@@ -135,11 +169,11 @@ TEST_CASE("engine: a job cancelled before its placement is durable never launche
   f.host.CompleteAll();
   CHECK(cancelled);
   CHECK(f.executor->LiveTasks().empty());
-  CHECK(f.host.committed.back()->status.state() == v1::CANCELLED);
+  CHECK(f.host.committed.back().ParseStatus().state() == v1::CANCELLED);
   // The GPUs are free again.
   f.Submit(2, JobSpecBuilder("q").Gpus(4).Build());
   f.Decide();
-  CHECK(f.host.pending.back().update->status.state() == v1::ADMITTED);
+  CHECK(f.host.pending.back().update.ParseStatus().state() == v1::ADMITTED);
 }
 
 TEST_CASE("engine: reloaded running jobs keep their place if the executor still has them") {
@@ -167,9 +201,9 @@ TEST_CASE("engine: reloaded running jobs keep their place if the executor still 
   EngineFixture g;
   g.engine.AddJob(job, nullptr);
   REQUIRE(g.host.pending.size() == 1);
-  CHECK(g.host.pending.front().update->status.state() == v1::PENDING);
-  CHECK(g.host.pending.front().update->status.attempt() == 2);
-  CHECK(g.host.pending.front().update->events.size() == 2);
+  CHECK(g.host.pending.front().update.ParseStatus().state() == v1::PENDING);
+  CHECK(g.host.pending.front().update.ParseStatus().attempt() == 2);
+  CHECK(g.host.pending.front().update.event_count() == 2);
 }
 
 TEST_CASE("engine: decision statistics count decisions and placements") {

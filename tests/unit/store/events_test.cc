@@ -91,6 +91,37 @@ TEST_CASE("store: event sequence numbers start at 1 and are gap-free") {
   }
 }
 
+TEST_CASE("store: serialized events appended many per statement keep order and numbering") {
+  TempDir dir;
+  std::unique_ptr<Store> store = OpenStore(OptionsIn(dir));
+  CHECK(AppendEvents(*store, {QueueEvent("q1")}) == std::vector<uint64_t>{1});
+  // 37 rows: two statements of 16, then five one by one.
+  std::vector<std::string> payloads;
+  for (int i = 2; i <= 38; ++i)
+    payloads.push_back(QueueEvent("q" + std::to_string(i)).SerializeAsString());
+  REQUIRE(store
+              ->WriteAndWait([&](WriteTransaction& txn) -> Status {
+                std::vector<WriteTransaction::EventRow> rows;
+                for (size_t i = 0; i < payloads.size(); ++i) {
+                  rows.push_back(
+                      {static_cast<int64_t>(100 + i), i % 3 == 0 ? 0 : 1000 + i, payloads[i]});
+                }
+                TESSERA_RETURN_IF_ERROR(txn.AppendSerializedEvents(rows));
+                if (txn.next_event_seq() != 39) return InternalError("seq did not advance by 37");
+                return Status::Ok();
+              })
+              .ok());
+  CHECK(AppendEvents(*store, {QueueEvent("q39")}) == std::vector<uint64_t>{39});
+  CHECK(store->LastEventSeq() == 39);
+  StatusOr<std::vector<v1::Event>> events = store->ReadEvents(0, 100, milliseconds(0));
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 39);
+  for (const v1::Event& e : *events) CHECK(e.queue() == "q" + std::to_string(e.seq()));
+  CHECK(QueryInt(store->path(), "SELECT COUNT(*) FROM events WHERE job_id IS NULL") == 2 + 13);
+  CHECK(QueryInt(store->path(), "SELECT job_id FROM events WHERE seq = 3") == 1001);
+  CHECK(QueryInt(store->path(), "SELECT time_us FROM events WHERE seq = 38") == 136);
+}
+
 TEST_CASE("store: ReadEvents returns the requested slice") {
   TempDir dir;
   std::unique_ptr<Store> store = OpenStore(OptionsIn(dir));

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -125,6 +127,56 @@ TEST_CASE("store: UpdateJobStatus replaces the status and needs an existing job"
   CHECK(after_update.code() == StatusCode::kNotFound);
 }
 
+TEST_CASE("store: deferred statuses: the last one of each job reaches its row") {
+  TempDir dir;
+  std::unique_ptr<Store> store = OpenStore(OptionsIn(dir));
+  const uint64_t a = InsertJob(*store, MakeJob("q"));
+  const uint64_t b = InsertJob(*store, MakeJob("q"));
+  auto status_bytes = [](v1::JobState state, int32_t attempt) {
+    v1::JobStatus status;
+    status.set_state(state);
+    status.set_attempt(attempt);
+    return status.SerializeAsString();
+  };
+  // Bytes the write captures: deferred statuses are bound, not copied, until the commit.
+  const std::vector<std::string> bytes = {status_bytes(v1::ADMITTED, 1),
+                                          status_bytes(v1::STARTING, 1),
+                                          status_bytes(v1::RUNNING, 1), status_bytes(v1::LOST, 2)};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Status> outcome;
+  store->Write(
+      [&](WriteTransaction& txn) -> Status {
+        txn.DeferJobStatus(b, v1::ADMITTED, bytes[0], 1);
+        txn.DeferJobStatus(a, v1::STARTING, bytes[1], 2);
+        txn.DeferJobStatus(b, v1::RUNNING, bytes[2], 3);
+        txn.DeferJobStatus(a, v1::LOST, bytes[3], 4);
+        return Status::Ok();
+      },
+      [&](const Status& status) {
+        std::lock_guard<std::mutex> lock(mu);
+        outcome = status;
+        cv.notify_one();
+      },
+      /*isolated=*/false);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return outcome.has_value(); });
+  }
+  REQUIRE(outcome->ok());
+  StatusOr<v1::Job> job_a = store->GetJob(a);
+  StatusOr<v1::Job> job_b = store->GetJob(b);
+  REQUIRE(job_a.ok());
+  REQUIRE(job_b.ok());
+  CHECK(job_a->status().state() == v1::LOST);
+  CHECK(job_a->status().attempt() == 2);
+  CHECK(job_b->status().state() == v1::RUNNING);
+  CHECK(QueryInt(store->path(), "SELECT state FROM jobs WHERE id = " + std::to_string(a)) ==
+        v1::LOST);
+  CHECK(QueryInt(store->path(),
+                 "SELECT update_time_us FROM jobs WHERE id = " + std::to_string(b)) == 3);
+}
+
 TEST_CASE("store: queue existence, children and unfinished job counts") {
   TempDir dir;
   std::unique_ptr<Store> store = OpenStore(OptionsIn(dir));
@@ -175,6 +227,18 @@ TEST_CASE("store: queue existence, children and unfinished job counts") {
   CHECK_FALSE(got.lonely_children);
   CHECK_FALSE(got.missing_children);
   CHECK(got.a_count == 3);  // PENDING, RUNNING, LOST; not the three terminal ones.
+  // GetQueueShape answers both questions in one statement, the same way.
+  REQUIRE(Run(*store, [&](WriteTransaction& txn) -> Status {
+            for (const char* name : {"a", "a/b", "ab", "a0", "lonely", "nope", "a/c"}) {
+              TESSERA_ASSIGN_OR_RETURN(WriteTransaction::QueueShape shape, txn.GetQueueShape(name));
+              TESSERA_ASSIGN_OR_RETURN(bool exists, txn.QueueExists(name));
+              TESSERA_ASSIGN_OR_RETURN(bool children, txn.QueueHasChildren(name));
+              if (shape.exists != exists || shape.has_children != children) {
+                return InternalError(std::string("GetQueueShape disagrees on ") + name);
+              }
+            }
+            return Status::Ok();
+          }).ok());
   CHECK(got.a_b_count == 1);
   CHECK(got.ab_count == 1);
   CHECK(got.none_count == 0);
