@@ -28,19 +28,38 @@ ApiResponse Api::Handle(const HttpRequest& request) {
     }
     return MakeResponse(request, 200, "text/plain", "ok\n");
   }
-  auto principal = auth_.Authenticate(Sv(request[http::field::authorization]));
-  if (!principal) {
-    HttpResponse response = ErrorResponse(401, "UNAUTHENTICATED",
-                                          request[http::field::authorization].empty()
-                                              ? "missing Authorization: Bearer <token> header"
-                                              : "unknown or malformed bearer token");
-    response.version(request.version());
-    response.keep_alive(request.keep_alive());
-    response.set(http::field::www_authenticate, "Bearer");
-    return response;
-  }
-  Router router(*scheduler_, config_, *stopping_, alerts_, request, std::move(*principal));
+  auto principal = Authenticate(request);
+  if (auto* refused = std::get_if<HttpResponse>(&principal)) return std::move(*refused);
+  Router router(*scheduler_, config_, *stopping_, alerts_, request,
+                std::move(std::get<Principal>(principal)));
   return router.Route(path, query);
+}
+
+bool Api::AnswersAsync(const HttpRequest& request) {
+  return request.method() == http::verb::post && Sv(request.target()) == "/v1/jobs";
+}
+
+void Api::HandleAsync(std::shared_ptr<const HttpRequest> request, Responder respond) {
+  auto principal = Authenticate(*request);
+  if (auto* refused = std::get_if<HttpResponse>(&principal)) {
+    return respond([response = std::move(*refused)] { return ApiResponse(response); });
+  }
+  Router router(*scheduler_, config_, *stopping_, alerts_, *request,
+                std::move(std::get<Principal>(principal)));
+  router.SubmitJobAsync(request, std::move(respond));
+}
+
+std::variant<HttpResponse, Principal> Api::Authenticate(const HttpRequest& request) const {
+  auto principal = auth_.Authenticate(Sv(request[http::field::authorization]));
+  if (principal) return std::move(*principal);
+  HttpResponse response = ErrorResponse(401, "UNAUTHENTICATED",
+                                        request[http::field::authorization].empty()
+                                            ? "missing Authorization: Bearer <token> header"
+                                            : "unknown or malformed bearer token");
+  response.version(request.version());
+  response.keep_alive(request.keep_alive());
+  response.set(http::field::www_authenticate, "Bearer");
+  return response;
 }
 
 }  // namespace tesserad

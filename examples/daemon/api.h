@@ -7,6 +7,8 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
+#include <variant>
 
 #include "alerts.h"
 #include "auth.h"
@@ -26,12 +28,22 @@ class Api {
 
   ApiResponse Handle(const HttpRequest& request);
 
+  // Whether Handle would block on the store for `request`, so that the server should answer it
+  // with HandleAsync instead: job submits, which wait for their commit.
+  static bool AnswersAsync(const HttpRequest& request);
+  // Answers a request for which AnswersAsync is true, without blocking: `respond` runs once,
+  // possibly on a library thread (see Responder).
+  void HandleAsync(std::shared_ptr<const HttpRequest> request, Responder respond);
+
   // The JSON error body every failed request gets: {"code":"NOT_FOUND","message":"..."}.
   static HttpResponse Error(int http_status, std::string_view code, std::string_view message) {
     return ErrorResponse(http_status, code, message);
   }
 
  private:
+  // The caller's principal, or the 401 refusing the request.
+  std::variant<HttpResponse, Principal> Authenticate(const HttpRequest& request) const;
+
   tessera::Scheduler* scheduler_;
   const tessera::v1::DaemonConfig config_;
   TokenAuthenticator auth_;

@@ -31,6 +31,10 @@ using FileResponse = boost::beast::http::response<boost::beast::http::file_body>
 // What a request gets: almost always an HttpResponse.
 using ApiResponse = std::variant<HttpResponse, FileResponse>;
 
+// How an asynchronous handler answers: with a function that encodes the response, so that the
+// caller runs the encoding on a thread of its choosing (not the library's commit thread).
+using Responder = std::function<void(std::function<ApiResponse()> encode)>;
+
 inline constexpr std::string_view kProtobufType = "application/x-protobuf";
 inline constexpr std::string_view kJsonType = "application/json";
 

@@ -112,6 +112,19 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     busy_ = true;
     tcp().expires_never();
     auto request = std::make_shared<HttpRequest>(parser_->release());
+    if (Api::AnswersAsync(*request)) {
+      // A submit waits for its commit in the library, not in a worker; the response is encoded
+      // back on this connection's strand. The guard keeps the io_context running meanwhile.
+      api_.HandleAsync(request, [self = this->shared_from_this(),
+                                 guard = asio::make_work_guard(stream_.get_executor())](
+                                    std::function<ApiResponse()> encode) {
+        asio::post(self->stream_.get_executor(), [self, encode = std::move(encode)] {
+          ApiResponse response = encode();
+          std::visit([&self](auto& r) { self->Write(std::move(r)); }, response);
+        });
+      });
+      return;
+    }
     // The guard keeps the io_context running while the worker holds the request.
     asio::post(workers_, [self = this->shared_from_this(), request,
                           guard = asio::make_work_guard(stream_.get_executor())] {

@@ -1,24 +1,49 @@
 #include "router.h"
 
 #include <charconv>
+#include <utility>
+#include <variant>
 
 namespace tesserad {
 
 namespace http = boost::beast::http;
 using tessera::Status;
 
-HttpResponse Router::SubmitJob() {
-  tessera::v1::JobSpec spec;
-  if (Status s = ParseBody(request_, &spec); !s.ok()) return ErrorFor(request_, s);
-  if (!principal_.Owns(spec.queue())) {
-    return Forbidden(request_, "queue \"" + spec.queue() + "\" is outside the token's queues \"" +
-                                   principal_.queue_prefix + "\"");
+std::variant<HttpResponse, Router::Submission> Router::ReadSubmission() {
+  Submission submission;
+  if (Status s = ParseBody(request_, &submission.spec); !s.ok()) return ErrorFor(request_, s);
+  if (!principal_.Owns(submission.spec.queue())) {
+    return Forbidden(request_, "queue \"" + submission.spec.queue() +
+                                   "\" is outside the token's queues \"" + principal_.queue_prefix +
+                                   "\"");
   }
-  tessera::SubmitOptions options;
-  options.idempotency_key = std::string(Sv(request_["Idempotency-Key"]));
-  auto job = scheduler_.Submit(spec, options);
+  submission.options.idempotency_key = std::string(Sv(request_["Idempotency-Key"]));
+  return submission;
+}
+
+HttpResponse Router::SubmitJob() {
+  auto read = ReadSubmission();
+  if (auto* refused = std::get_if<HttpResponse>(&read)) return std::move(*refused);
+  const Submission& s = std::get<Submission>(read);
+  auto job = scheduler_.Submit(s.spec, s.options);
   if (!job.ok()) return ErrorFor(request_, job.status());
   return Reply(request_, *job);
+}
+
+void Router::SubmitJobAsync(std::shared_ptr<const HttpRequest> request, Responder respond) {
+  auto read = ReadSubmission();
+  if (auto* refused = std::get_if<HttpResponse>(&read)) {
+    return respond([response = std::move(*refused)] { return ApiResponse(response); });
+  }
+  const Submission& s = std::get<Submission>(read);
+  scheduler_.SubmitAsync(s.spec, s.options,
+                         [request = std::move(request),
+                          respond = std::move(respond)](tessera::StatusOr<tessera::v1::Job> job) {
+                           respond([request, job = std::move(job)]() -> ApiResponse {
+                             if (!job.ok()) return ErrorFor(*request, job.status());
+                             return Reply(*request, *job);
+                           });
+                         });
 }
 
 HttpResponse Router::JobRoute(std::string_view rest) {

@@ -107,8 +107,12 @@ int main(int argc, char** argv) {
   std::cout << "tesserad: listening on " << (server.tls() ? "https://" : "http://") << host << ":"
             << endpoint.port() << std::endl;
 
+  // Network threads: they read requests, and for submits also decode and encode JSON (the
+  // protobuf JSON mapping costs tens of microseconds a message), so a few more than one keep
+  // replies flowing while another thread encodes; 4 measured best on 2 cores (docs/benchmarks.md).
+  constexpr int kNetworkThreads = 4;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 1; ++i) threads.emplace_back([&io] { io.run(); });
+  for (int i = 1; i < kNetworkThreads; ++i) threads.emplace_back([&io] { io.run(); });
   io.run();
   for (auto& t : threads) t.join();
   server.JoinWorkers();

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "alerts.h"
 #include "auth.h"
@@ -34,8 +36,19 @@ class Router {
   // `path` without the query string.
   ApiResponse Route(std::string_view path, const Query& query);
 
+  // POST /v1/jobs without a thread waiting for the commit (Scheduler::SubmitAsync). `respond`
+  // runs once, possibly on a library thread, with a function that encodes the response: call it
+  // where encoding should cost. `request` is the router's request, kept alive for the reply.
+  void SubmitJobAsync(std::shared_ptr<const HttpRequest> request, Responder respond);
+
  private:
   // job_routes.cc
+  struct Submission {
+    tessera::v1::JobSpec spec;
+    tessera::SubmitOptions options;
+  };
+  // The submit the request asks for, or the response refusing it (bad body, foreign queue).
+  std::variant<HttpResponse, Submission> ReadSubmission();
   HttpResponse SubmitJob();
   HttpResponse JobRoute(std::string_view rest);  // /v1/jobs/{id}[:cancel]
   HttpResponse ListJobs(const Query& query);
