@@ -1,7 +1,9 @@
 // The HTTP/1.1 server of tesserad: accepts connections with Boost.Beast on Asio (plain HTTP, or
 // only HTTPS once EnableTls has a context), reads requests up to the configured size and time
-// limits, and hands each to the Api on a worker pool (a request may block: a durable submit waits
-// for its commit, an event watch long-polls), so the network threads never wait on the scheduler.
+// limits, and hands each to the Api. A job submit is answered asynchronously (Api::HandleAsync:
+// the library awaits its commit and the reply is encoded back on the connection's strand); every
+// other request runs on a worker pool (it may block: an event watch long-polls), so the network
+// threads never wait on the scheduler.
 //
 // Thread safety: EnableTls, Listen and Start before running the io_context; Shutdown from any
 // thread.
