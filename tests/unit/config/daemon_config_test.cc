@@ -13,11 +13,7 @@ namespace tessera {
 namespace {
 
 // The example is found from this file's own path: the unit tests know no source directory.
-std::string ExamplePath() {
-  return (std::filesystem::path(__FILE__).parent_path() / "../../../examples/tesserad.yaml")
-      .lexically_normal()
-      .string();
-}
+std::string ExamplePath() { return std::string(TESSERA_EXAMPLES_DIR) + "/tesserad.yaml"; }
 
 // Writes `yaml` to a temporary file and loads it.
 StatusOr<v1::DaemonConfig> LoadYaml(const std::string& yaml) {
