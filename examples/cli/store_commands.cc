@@ -8,6 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <utility>
+#include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "commands.h"
 #include "progress.h"
@@ -15,6 +20,17 @@
 
 namespace tessera::cli {
 namespace {
+
+// {"key": "value", ...} with the values escaped as JSON needs (file names may hold quotes).
+std::string JsonObject(const std::vector<std::pair<std::string, std::string>>& fields) {
+  google::protobuf::Struct object;
+  for (const auto& [key, value] : fields) {
+    (*object.mutable_fields())[key].set_string_value(value);
+  }
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(object, &json);
+  return json;
+}
 
 std::string Percent(uint64_t done, uint64_t total) {
   if (total == 0) return "";
@@ -86,7 +102,7 @@ ExitCode Backup(const ApiClient& api, const Output& output, const std::string& f
   std::snprintf(took, sizeof(took), "%.1f s", seconds);
   progress.Finish(HumanBytes(written) + " in " + took);
   if (output.json) {
-    std::cout << "{\"file\":\"" << file << "\",\"bytes\":\"" << written << "\"}\n";
+    std::cout << JsonObject({{"file", file}, {"bytes", std::to_string(written)}}) << '\n';
   } else {
     std::cout << file << '\n';
   }
@@ -117,12 +133,14 @@ ExitCode Restore(const Output& output, const std::string& file, const std::strin
     return status.code() == StatusCode::kUnavailable ? ExitCode::kUnavailable : ExitCode::kUsage;
   }
   if (progress) progress->Finish("done");
-  const std::string saved = discard_current ? "" : store + ".pre-restore";
+  // Where the replaced store went; empty when there was none or it was discarded.
+  std::string saved = store + ".pre-restore";
+  if (discard_current || !std::filesystem::exists(saved)) saved.clear();
   if (output.json) {
-    std::cout << "{\"store\":\"" << store << "\",\"previous\":\"" << saved << "\"}\n";
+    std::cout << JsonObject({{"store", store}, {"previous", saved}}) << '\n';
   } else {
     std::cout << "restored " << file << " into " << store;
-    if (!saved.empty() && std::filesystem::exists(saved)) {
+    if (!saved.empty()) {
       std::cout << "; the previous store is in " << saved;
     }
     std::cout << '\n';

@@ -21,9 +21,13 @@
 #include <thread>
 #include <vector>
 
+#include "cli/tessctl_runner.h"
 #include "tessera/v1/job.pb.h"
 
 namespace {
+
+using tesserad_test::RunResult;
+using tesserad_test::Tessctl;
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -110,46 +114,6 @@ class FakeTesserad {
   std::thread thread_;
 };
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ShellQuote(const std::string& arg) {
-  std::string quoted = "'";
-  for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// Runs tessctl with a clean TESSERA_* environment plus `env` ("NAME=value" entries).
-RunResult RunTessctl(const std::vector<std::string>& args,
-                     const std::vector<std::string>& env = {}) {
-  char err_path[] = "/tmp/tessctl-test-stderr-XXXXXX";
-  const int fd = mkstemp(err_path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  std::string command = "env -u TESSERA_SERVER -u TESSERA_TOKEN";
-  for (const std::string& entry : env) command += " " + ShellQuote(entry);
-  command += " " + ShellQuote(TESSCTL_PATH);
-  for (const std::string& arg : args) command += " " + ShellQuote(arg);
-  command += " 2>" + ShellQuote(err_path);
-  RunResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream text;
-  text << err.rdbuf();
-  result.err = text.str();
-  unlink(err_path);
-  return result;
-}
-
 template <typename T>
 T ParseJson(const std::string& json) {
   T message;
@@ -177,28 +141,28 @@ std::string RefusedUrl() {
 
 TEST_CASE("tessctl submit from flags sends the JobSpec JSON and prints the id") {
   FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
-  const RunResult run = RunTessctl({"--server",
-                                    server.url(),
-                                    "submit",
-                                    "--queue",
-                                    "research/vision",
-                                    "--name",
-                                    "train",
-                                    "--tasks",
-                                    "3",
-                                    "--gpus",
-                                    "2",
-                                    "--cpu-milli",
-                                    "4000",
-                                    "--memory-mib",
-                                    "8192",
-                                    "--idempotency-key",
-                                    "k-1",
-                                    "--",
-                                    "python",
-                                    "train.py",
-                                    "--lr",
-                                    "1"});
+  const RunResult run = Tessctl({"--server",
+                                 server.url(),
+                                 "submit",
+                                 "--queue",
+                                 "research/vision",
+                                 "--name",
+                                 "train",
+                                 "--tasks",
+                                 "3",
+                                 "--gpus",
+                                 "2",
+                                 "--cpu-milli",
+                                 "4000",
+                                 "--memory-mib",
+                                 "8192",
+                                 "--idempotency-key",
+                                 "k-1",
+                                 "--",
+                                 "python",
+                                 "train.py",
+                                 "--lr",
+                                 "1"});
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out == "42\n");
@@ -229,7 +193,7 @@ TEST_CASE("tessctl submit -f reads a JSON file, flags override it, -o json print
   REQUIRE(write(fd, file.data(), file.size()) == static_cast<ssize_t>(file.size()));
   close(fd);
   const RunResult run =
-      RunTessctl({"--server", server.url(), "-o", "json", "submit", "-f", path, "--name", "x"});
+      Tessctl({"--server", server.url(), "-o", "json", "submit", "-f", path, "--name", "x"});
   unlink(path);
   INFO(run.err);
   CHECK(run.exit_code == 0);
@@ -267,7 +231,7 @@ task:
 command: [python, train.py]
 labels: {team: vision}
 )");
-  const RunResult run = RunTessctl({"--server", server.url(), "submit", "-f", path});
+  const RunResult run = Tessctl({"--server", server.url(), "submit", "-f", path});
   unlink(path.c_str());
   INFO(run.err);
   CHECK(run.exit_code == 0);
@@ -286,12 +250,12 @@ labels: {team: vision}
 TEST_CASE("tessctl submit -f refuses a bad YAML file with its line and field, sending nothing") {
   FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
   const std::string unknown = WriteTempFile(".yml", "queue: a\ntask:\n  gpus: 2\n");
-  const RunResult bad_field = RunTessctl({"--server", server.url(), "submit", "-f", unknown});
+  const RunResult bad_field = Tessctl({"--server", server.url(), "submit", "-f", unknown});
   unlink(unknown.c_str());
   CHECK(bad_field.exit_code == 1);
   CHECK(bad_field.err.find(unknown + ":3:3: task.gpus: unknown field") != std::string::npos);
   const std::string wrong_type = WriteTempFile(".yaml", "queue: a\ntasks: four\n");
-  const RunResult bad_type = RunTessctl({"--server", server.url(), "submit", "-f", wrong_type});
+  const RunResult bad_type = Tessctl({"--server", server.url(), "submit", "-f", wrong_type});
   unlink(wrong_type.c_str());
   CHECK(bad_type.exit_code == 1);
   CHECK(bad_type.err.find(wrong_type + ":2:8: tasks:") != std::string::npos);
@@ -307,7 +271,7 @@ TEST_CASE("tessctl ls follows page tokens and passes the filters") {
                   "nextPageToken":"p2"})");
   });
   const RunResult run =
-      RunTessctl({"--server", server.url(), "ls", "--queue", "research/", "--state", "RUNNING"});
+      Tessctl({"--server", server.url(), "ls", "--queue", "research/", "--state", "RUNNING"});
   INFO(run.err);
   CHECK(run.exit_code == 0);
   const auto requests = server.requests();
@@ -319,18 +283,18 @@ TEST_CASE("tessctl ls follows page tokens and passes the filters") {
   CHECK(run.out.find("first") != std::string::npos);
   CHECK(run.out.find("second") != std::string::npos);
 
-  const RunResult json = RunTessctl({"--server", server.url(), "-o", "json", "ls"});
+  const RunResult json = Tessctl({"--server", server.url(), "-o", "json", "ls"});
   CHECK(json.exit_code == 0);
   CHECK(ParseJson<tessera::v1::ListJobsResponse>(json.out).jobs_size() == 2);
 }
 
 TEST_CASE("tessctl get and cancel use the job's path") {
   FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
-  const RunResult get = RunTessctl({"--server", server.url(), "get", "42"});
+  const RunResult get = Tessctl({"--server", server.url(), "get", "42"});
   INFO(get.err);
   CHECK(get.exit_code == 0);
   CHECK(get.out.find("waiting for 2 GPUs") != std::string::npos);
-  const RunResult cancel = RunTessctl({"--server", server.url(), "-o", "json", "cancel", "42"});
+  const RunResult cancel = Tessctl({"--server", server.url(), "-o", "json", "cancel", "42"});
   CHECK(cancel.exit_code == 0);
   CHECK(ParseJson<tessera::v1::Job>(cancel.out).id() == 42);
   const auto requests = server.requests();
@@ -358,30 +322,30 @@ TEST_CASE("tessctl queues, nodes, cordon, watch and top") {
     }
     return Ok("{}");
   });
-  const RunResult queues = RunTessctl({"--server", server.url(), "queues"});
+  const RunResult queues = Tessctl({"--server", server.url(), "queues"});
   CHECK(queues.exit_code == 0);
   CHECK(queues.out.find("research") != std::string::npos);
-  const RunResult nodes = RunTessctl({"--server", server.url(), "nodes"});
+  const RunResult nodes = Tessctl({"--server", server.url(), "nodes"});
   CHECK(nodes.exit_code == 0);
   CHECK(nodes.out.find("Cordoned") != std::string::npos);
-  const RunResult cordon = RunTessctl({"--server", server.url(), "cordon", "a100-0"});
+  const RunResult cordon = Tessctl({"--server", server.url(), "cordon", "a100-0"});
   CHECK(cordon.exit_code == 0);
   CHECK(server.requests().back().method == "POST");
   CHECK(server.requests().back().target == "/v1/nodes/a100-0:cordon");
-  CHECK(RunTessctl({"--server", server.url(), "uncordon", "a100-0"}).exit_code == 0);
+  CHECK(Tessctl({"--server", server.url(), "uncordon", "a100-0"}).exit_code == 0);
   CHECK(server.requests().back().target == "/v1/nodes/a100-0:uncordon");
-  CHECK(RunTessctl({"--server", server.url(), "drain", "a100-0"}).exit_code == 0);
+  CHECK(Tessctl({"--server", server.url(), "drain", "a100-0"}).exit_code == 0);
   CHECK(server.requests().back().target == "/v1/nodes/a100-0:drain");
 
   const RunResult watch =
-      RunTessctl({"--server", server.url(), "watch", "--after", "6", "--limit", "2"});
+      Tessctl({"--server", server.url(), "watch", "--after", "6", "--limit", "2"});
   INFO(watch.err);
   CHECK(watch.exit_code == 0);
   CHECK(server.requests().back().target.rfind("/v1/events?after_seq=6&", 0) == 0);
   CHECK(watch.out.find("PENDING->RUNNING") != std::string::npos);
   CHECK(std::count(watch.out.begin(), watch.out.end(), '\n') == 2);
 
-  const RunResult top = RunTessctl({"--server", server.url(), "top", "--once"});
+  const RunResult top = Tessctl({"--server", server.url(), "top", "--once"});
   CHECK(top.exit_code == 0);
   CHECK(top.out.find("research") != std::string::npos);
   CHECK(top.out.find("a100-0") != std::string::npos);
@@ -389,9 +353,9 @@ TEST_CASE("tessctl queues, nodes, cordon, watch and top") {
 
 TEST_CASE("tessctl sends the bearer token from --token or TESSERA_TOKEN") {
   FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
-  CHECK(RunTessctl({"--server", server.url(), "--token", "s3cret", "get", "42"}).exit_code == 0);
+  CHECK(Tessctl({"--server", server.url(), "--token", "s3cret", "get", "42"}).exit_code == 0);
   CHECK(server.requests().back().authorization == "Bearer s3cret");
-  CHECK(RunTessctl({"get", "42"}, {"TESSERA_SERVER=" + server.url(), "TESSERA_TOKEN=from-env"})
+  CHECK(Tessctl({"get", "42"}, {"TESSERA_SERVER=" + server.url(), "TESSERA_TOKEN=from-env"})
             .exit_code == 0);
   CHECK(server.requests().back().authorization == "Bearer from-env");
 }
@@ -405,14 +369,14 @@ TEST_CASE("tessctl exit codes follow the HTTP status and print the server's mess
                                                   {403, 4}, {500, 5}, {503, 5}};
   for (const auto& [http_status, exit_code] : cases) {
     status = http_status;
-    const RunResult run = RunTessctl({"--server", server.url(), "get", "1"});
+    const RunResult run = Tessctl({"--server", server.url(), "get", "1"});
     INFO("HTTP ", http_status);
     CHECK(run.exit_code == exit_code);
     CHECK(run.err.find("SOME_CODE: the server's words") != std::string::npos);
     CHECK(run.out.empty());
   }
 
-  const RunResult refused = RunTessctl({"--server", RefusedUrl(), "queues"});
+  const RunResult refused = Tessctl({"--server", RefusedUrl(), "queues"});
   CHECK(refused.exit_code == 5);
   CHECK(refused.err.find("cannot reach") != std::string::npos);
 }
@@ -423,7 +387,7 @@ TEST_CASE("tessctl gives up on a server that accepts but never answers (--timeou
   tcp::acceptor silent(io, {asio::ip::make_address("127.0.0.1"), 0});
   const std::string url = "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port());
   const auto start = std::chrono::steady_clock::now();
-  const RunResult run = RunTessctl({"--server", url, "--timeout", "0.5", "queues"});
+  const RunResult run = Tessctl({"--server", url, "--timeout", "0.5", "queues"});
   const auto took = std::chrono::steady_clock::now() - start;
   CHECK(run.exit_code == 5);
   CHECK(run.err.find("no reply within 500 ms") != std::string::npos);
@@ -432,15 +396,15 @@ TEST_CASE("tessctl gives up on a server that accepts but never answers (--timeou
 
 TEST_CASE("tessctl usage errors exit 1 without calling the server") {
   FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
-  CHECK(RunTessctl({"--server", server.url()}).exit_code == 1);
-  CHECK(RunTessctl({"--server", server.url(), "--bogus", "ls"}).exit_code == 1);
-  CHECK(RunTessctl({"--server", server.url(), "-o", "yaml", "ls"}).exit_code == 1);
-  CHECK(RunTessctl({"--server", server.url(), "get"}).exit_code == 1);
-  CHECK(RunTessctl({"--server", server.url(), "submit", "--gpus", "2"}).exit_code == 1);
-  CHECK(RunTessctl({"--server", "ftp://example.com", "ls"}).exit_code == 1);
+  CHECK(Tessctl({"--server", server.url()}).exit_code == 1);
+  CHECK(Tessctl({"--server", server.url(), "--bogus", "ls"}).exit_code == 1);
+  CHECK(Tessctl({"--server", server.url(), "-o", "yaml", "ls"}).exit_code == 1);
+  CHECK(Tessctl({"--server", server.url(), "get"}).exit_code == 1);
+  CHECK(Tessctl({"--server", server.url(), "submit", "--gpus", "2"}).exit_code == 1);
+  CHECK(Tessctl({"--server", "ftp://example.com", "ls"}).exit_code == 1);
   CHECK(server.requests().empty());
 
-  const RunResult help = RunTessctl({"--help"});
+  const RunResult help = Tessctl({"--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("Exit codes") != std::string::npos);
 }

@@ -1,6 +1,6 @@
-// What the tests of tesserad and tessctl share: starting the real tesserad binary on a loopback
-// port with a configuration file, talking HTTP to it, running the real tessctl, and a scratch
-// directory per test. TESSERAD_PATH and TESSCTL_PATH are set by tests/CMakeLists.txt.
+// What the tests of tesserad share: starting the real tesserad binary on a loopback port with a
+// configuration file, talking HTTP to it, running the real tessctl (cli/tessctl_runner.h), and a
+// scratch directory per test. TESSERAD_PATH and TESSCTL_PATH are set by tests/CMakeLists.txt.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -19,6 +19,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli/tessctl_runner.h"
 
 namespace tesserad_test {
 
@@ -46,54 +48,6 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
-
-inline std::string ShellQuote(const std::string& arg) {
-  std::string quoted = "'";
-  for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs `command` through the shell; its stderr goes to a file read back into `err`.
-inline RunResult Run(const std::string& command) {
-  char err_path[] = "/tmp/tesserad-test-stderr-XXXXXX";
-  const int fd = mkstemp(err_path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  RunResult result;
-  FILE* pipe = popen(("(" + command + ") 2>" + ShellQuote(err_path)).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = ReadFile(err_path);
-  unlink(err_path);
-  return result;
-}
-
-// tessctl with a clean TESSERA_* environment plus `env` ("NAME=value" entries).
-inline RunResult Tessctl(const std::vector<std::string>& args,
-                         const std::vector<std::string>& env = {}) {
-  std::string command = "env -u TESSERA_SERVER -u TESSERA_TOKEN -u TESSERA_CACERT";
-  for (const std::string& entry : env) command += " " + ShellQuote(entry);
-  command += " " + ShellQuote(TESSCTL_PATH);
-  for (const std::string& arg : args) command += " " + ShellQuote(arg);
-  return Run(command);
-}
 
 struct Reply {
   int status = 0;  // -1 when no response came back.
