@@ -290,5 +290,52 @@ TEST_CASE("gpu sharing: a busy MIG instance of a lower-priority job is drained t
   CHECK(MustGet(s, high).status().preemptions() == 0);
 }
 
+TEST_CASE("gpu sharing: what a MIG drain frees is held for the job that drained it") {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* group = AddGroup(cluster, "h100", 1, 1, "H100-80GB");
+  group->set_sharing(v1::GPU_SHARING_MIG);
+  group->set_mig_managed(true);
+  v1::MigInstance* whole = group->add_mig_instances();
+  whole->set_profile("7g.80gb");
+  whole->set_start(0);
+  AddGroup(cluster, "plain", 1, 1, "A100-80GB");
+  auto t = OpenCluster(cluster);
+  Scheduler* s = t.scheduler.get();
+  for (const char* name : {"a", "batch", "other"}) CreateQueue(s, QueueSpec(name));
+
+  // Queue "a" already uses a GPU, so when room frees, the fair order serves "batch" and
+  // "other" (no share yet) before it.
+  MustSubmit(s, JobSpecBuilder("a").Gpus(1).Build());
+  v1::JobSpec low_spec = JobSpecBuilder("batch").MigProfile("7g.80gb").PriorityClass("low").Build();
+  low_spec.set_checkpoint_grace_s(30);
+  const uint64_t low = MustSubmit(s, low_spec).id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, low).status().state() == v1::RUNNING);
+  t.clock->AdvanceUs(120'000'000);  // past the minimum runtime before a job may be preempted.
+  t->WaitIdle();
+
+  // The high-priority 3g job drains the 7g task, which takes its 30 s notice.
+  const uint64_t high =
+      MustSubmit(s, JobSpecBuilder("a").MigProfile("3g.40gb").PriorityClass("high").Build()).id();
+  t->WaitIdle();
+  CHECK(MustGet(s, high).status().reason() == "waiting for MIG instances being drained");
+  CHECK(MustGet(s, low).status().state() == v1::PREEMPTING);
+  // Meanwhile an equal-priority job of a queue with no share wants the whole GPU.
+  const uint64_t rival =
+      MustSubmit(s, JobSpecBuilder("other").MigProfile("7g.80gb").PriorityClass("high").Build())
+          .id();
+  t->WaitIdle();
+
+  // The 7g task stops: the freed GPU goes to the job that drained it, not to the rival served
+  // first in fair order, nor back to the requeued 7g job.
+  t.clock->AdvanceUs(31'000'000);
+  t->WaitIdle();
+  const v1::Job placed = MustGet(s, high);
+  REQUIRE(placed.status().state() == v1::RUNNING);
+  CHECK(placed.status().placements(0).partition().mig_profile() == "3g.40gb");
+  CHECK(MustGet(s, rival).status().state() == v1::PENDING);
+  CHECK(MustGet(s, low).status().state() == v1::PENDING);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -203,6 +203,12 @@ class Engine final : public ExecutorEvents {
   // then lower-priority jobs (or, for a queue below its guarantee, jobs of queues that
   // borrowed) are preempted. Returns true when a plan is under way.
   bool TryPreempt(JobRecord& job);
+  // Sets `job` aside until its victims have stopped: it leaves its queue's pending order, and
+  // on each of `nodes` the capacity in `held` (same order; what its victims free there) is
+  // reserved for it. Once the victims are gone it is placed before any queue is served; if
+  // they outlast their grace period by 5 s it goes back into line.
+  void AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
+                    std::vector<ResourceVector> held, int64_t grace_us, std::string reason);
   void Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption = true);
   void Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
               const std::string& reason);
@@ -229,10 +235,11 @@ class Engine final : public ExecutorEvents {
   bool RepartitionMigFor(const JobRecord& job, int min_tasks);
   // When no free instances can be re-shaped: preempts the cheapest lower-priority jobs whose
   // instances a new layout would replace (at most kMaxMigDrainLostGpuUs of lost work, with the
-  // usual preemption guards). Once they have stopped, re-partitioning finds the room free.
+  // usual preemption guards). The job waits aside with what they free held for it
+  // (AwaitVictims); once they have stopped, re-partitioning finds the room free.
   // Returns true when victims were told to stop.
   static constexpr int64_t kMaxMigDrainLostGpuUs = 3600LL * 1'000'000;  // one GPU-hour.
-  bool DrainMigFor(const JobRecord& job, int min_tasks);
+  bool DrainMigFor(JobRecord& job, int min_tasks);
 
   // engine_health.cc
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);

@@ -142,8 +142,6 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
       // of its queue may then try, so the queue is not blocked.
       if (TryPreempt(job)) return false;
       if (managed_mig_gpus_ > 0 && job.shape.fractional_gpu() && DrainMigFor(job, min_tasks)) {
-        job.reason = "waiting for MIG instances being drained";
-        queues_.BlockOnCapacity(leaf);
         return false;
       }
       if (options_.engine.max_reservations > 0 && reservation_candidate_ == 0) {

@@ -1,7 +1,8 @@
 // MIG re-partitioning: when a job waits for a MIG instance that no GPU offers free, free
-// instances of GPUs the scheduler manages are re-shaped by the layout planner. Only free
-// instances change: tasks on busy instances are never stopped for it (the planner can price
-// draining them, but the engine does not drain yet).
+// instances of GPUs the scheduler manages are re-shaped by the layout planner
+// (RepartitionMigFor); busy instances stay where they are. When that is not enough, the
+// cheapest lower-priority tasks whose instances a new layout would replace are preempted
+// (DrainMigFor), and what they free is held for the job until it is placed.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -53,7 +54,10 @@ bool Engine::RepartitionMigFor(const JobRecord& job, int min_tasks) {
   };
   std::vector<Candidate> candidates;
   for (const NodeState& node : cluster_.nodes()) {
-    if (!node.Schedulable() || !job.shape.AllowsModel(node.model()) || !node.HostFits(job.shape)) {
+    // A node whose free room is held for another job (a drain or preemption under way) is
+    // not re-shaped for this one.
+    if (!node.Schedulable() || !job.shape.AllowsModel(node.model()) || !node.HostFits(job.shape) ||
+        !reservation_filter_->Accept(node, job.shape)) {
       continue;
     }
     for (int g = 0; g < static_cast<int>(node.gpus().size()); ++g) {
@@ -115,7 +119,7 @@ bool Engine::RepartitionMigFor(const JobRecord& job, int min_tasks) {
 
 namespace tessera {
 
-bool Engine::DrainMigFor(const JobRecord& job, int min_tasks) {
+bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
   if (!options_.preemption.enabled) return false;
   if (job.shape.form != GpuForm::kAny && job.shape.form != GpuForm::kMig) return false;
   const TimestampUs now = clock_.NowUs();
@@ -209,13 +213,21 @@ bool Engine::DrainMigFor(const JobRecord& job, int min_tasks) {
                           " of node '" + cluster_.node(best->node).name() + "' for job " +
                           std::to_string(job.id);
   lost_gpu_us_ += best->plan.drain_cost;
+  int64_t grace_us = 0;
+  ResourceVector freed;  // what the victims free on the drained GPU's node.
   for (uint64_t id : best->victims) {
     JobRecord& victim = jobs_.at(id);
+    grace_us = std::max(grace_us, victim.grace_ms * 1000);
+    for (const PlacedTask& t : victim.tasks) {
+      if (!t.exited && t.allocation.node == best->node) freed += t.allocation.Vector();
+    }
     ++preempted_;
     Preempt(victim, why);
   }
   spdlog::info("draining {} job(s) on MIG GPU {} of {} for job {}", whole, best->gpu,
                cluster_.node(best->node).name(), job.id);
+  // The freed room is held for this job, so a job that fits it first cannot take it.
+  AwaitVictims(job, {best->node}, {freed}, grace_us, "waiting for MIG instances being drained");
   return true;
 }
 

@@ -202,27 +202,34 @@ bool Engine::TryPreempt(JobRecord& job) {
     ++preempted_;
     Shrink(jobs_.at(victim_id), tasks, "shrinking " + why);
   }
-  RemovePending(job);
-  job.awaiting_victims = true;
-  incoming_[job.queue] += wanted;
   // Hold on each node what the victims free there for this job.
-  Reservation reservation{job.id, now + grace_us, plan->nodes, {}};
-  reservation.held.assign(plan->nodes.size(), ResourceVector());
+  std::vector<ResourceVector> held(plan->nodes.size());
   for (const Victim* v : plan->victims) {
     for (const VictimTask& t : v->tasks) {
       auto at = std::find(plan->nodes.begin(), plan->nodes.end(), t.allocation.node);
-      if (at != plan->nodes.end())
-        reservation.held[at - plan->nodes.begin()] += t.allocation.Vector();
+      if (at != plan->nodes.end()) held[at - plan->nodes.begin()] += t.allocation.Vector();
     }
   }
-  reservations_.Add(std::move(reservation));
+  AwaitVictims(job, plan->nodes, std::move(held), grace_us,
+               "preempting " + std::to_string(plan->victims.size()) + " victim(s) to make room");
+  return true;
+}
+
+void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
+                          std::vector<ResourceVector> held, int64_t grace_us, std::string reason) {
+  const TimestampUs now = clock_.NowUs();
+  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  RemovePending(job);
+  job.awaiting_victims = true;
+  incoming_[job.queue] += job.shape.RequestVector() * min_tasks;
+  reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held)});
   job.reserved_start_us = now + grace_us;
-  job.reason = "preempting " + std::to_string(plan->victims.size()) + " victim(s) to make room";
+  job.reason = std::move(reason);
   Persist(job, MakeUpdateEvent(job, job.reason));
+  const uint64_t id = job.id;
   const TimestampUs start = job.reserved_start_us;
   // Victims that ignore their notice are killed after the grace period; allow for that.
   timers_.Schedule(start + 5'000'000, [this, id, start] { OnReservationDue(id, start); });
-  return true;
 }
 
 void Engine::FinishWaitingForVictims(JobRecord& job) {
