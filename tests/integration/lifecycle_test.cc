@@ -144,6 +144,35 @@ TEST_CASE("lifecycle: an elastic job grows into capacity nobody else wants") {
   CHECK(t->GetQueue("default")->status().allocated().gpu_milli() == 8000);
 }
 
+TEST_CASE("lifecycle: a pending job says why it waits, and stops saying so once it runs") {
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  v1::QueueSpec capped = QueueSpec("capped");
+  capped.mutable_cap()->set_gpu_milli(2000);
+  CreateQueue(s, capped);
+  const uint64_t first =
+      MustSubmit(s, JobSpecBuilder("capped").Gpus(2).SimulatedDurationMs(10'000).Build()).id();
+  const uint64_t second = MustSubmit(s, JobSpecBuilder("capped").Gpus(1).Build()).id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, second).status().state() == v1::PENDING);
+  const std::string why = "waiting for quota: queue 'capped' cap on gpu_milli";
+  CHECK(MustGet(s, second).status().reason() == why);
+  v1::ListJobsRequest request;
+  request.set_queue("capped");
+  auto page = s->ListJobs(request);
+  REQUIRE(page.ok());
+  REQUIRE(page->jobs_size() == 2);
+  CHECK(page->jobs(1).status().reason() == why);
+
+  // Once the first ends, the second runs and its reason is the placement's, not the wait's.
+  t.clock->AdvanceUs(10'000'000);
+  t->WaitIdle();
+  CHECK(MustGet(s, first).status().state() == v1::SUCCEEDED);
+  const v1::Job running = MustGet(s, second);
+  CHECK(running.status().state() == v1::RUNNING);
+  CHECK(running.status().reason().find("waiting") == std::string::npos);
+}
+
 TEST_CASE("lifecycle: a job no node could run is accepted as infeasible, with the reason") {
   auto t = OpenCluster(OneNode(8));
   const v1::Job job = MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(16).Build());

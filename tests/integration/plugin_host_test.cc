@@ -1,6 +1,7 @@
 // The plugin host: loading and the ABI handshake, running jobs through an executor plugin, and
 // what happens when a plugin misbehaves (errors, hangs, malformed payloads): it is marked
 // unhealthy and the scheduler keeps deciding.
+#include <algorithm>
 #include <chrono>
 
 #include "integration/fixture.h"
@@ -99,7 +100,13 @@ TEST_CASE("plugin host: a hung launch is abandoned at its deadline; decisions go
   const v1::Job lost = MustGet(s, job);
   CHECK(lost.status().state() == v1::PENDING);
   CHECK(lost.status().losses() == 1);
-  CHECK(lost.status().reason().find("requeued after loss") != std::string::npos);
+  // Its event says what happened; its reason, why it waits now (its only node is cordoned).
+  auto events = s->WatchEvents(0, 100, std::chrono::milliseconds(0));
+  REQUIRE(events.ok());
+  CHECK(std::any_of(events->begin(), events->end(), [job](const v1::Event& e) {
+    return e.job_id() == job && e.reason().find("requeued after loss") != std::string::npos;
+  }));
+  CHECK(lost.status().reason().find("waiting for capacity") != std::string::npos);
   auto nodes = s->ListNodes();
   REQUIRE(nodes.ok());
   CHECK(nodes->at(0).status().cordoned());

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/waiting_reasons.h"
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
 #include "plugins/plugin_executor.h"
@@ -102,6 +103,9 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   void RequestDecisions() override;
   void PersistEvent(v1::Event event) override;
   void InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) override;
+  void WaitingReasonChanged(uint64_t job, std::string_view reason) override {
+    waiting_reasons_.Set(job, reason);
+  }
 
   // Runs `fn` on the decision strand, then re-arms the timer.
   void Post(std::function<void()> fn);
@@ -128,6 +132,8 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   const Options options_;
   const std::shared_ptr<Clock> clock_;
   std::unique_ptr<store::Store> store_;
+  // Why pending jobs wait, as the engine last published it; shown over the stored reason.
+  WaitingReasons waiting_reasons_;
 
   boost::asio::io_context io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;

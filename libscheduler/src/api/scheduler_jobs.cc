@@ -157,7 +157,11 @@ StatusOr<v1::Job> SchedulerImpl::Cancel(JobId id) {
                           " is not yet known to the engine; try again");
 }
 
-StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) { return store_->GetJob(id); }
+StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) {
+  StatusOr<v1::Job> job = store_->GetJob(id);
+  if (job.ok()) waiting_reasons_.Apply(*job);
+  return job;
+}
 
 StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest& request) {
   if (!request.queue().empty()) {
@@ -165,7 +169,11 @@ StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest
     if (queue.back() == '/') queue.pop_back();
     TESSERA_RETURN_IF_ERROR(ValidateQueueName(queue, "queue"));
   }
-  return store_->ListJobs(request);
+  StatusOr<v1::ListJobsResponse> page = store_->ListJobs(request);
+  if (page.ok()) {
+    for (v1::Job& job : *page->mutable_jobs()) waiting_reasons_.Apply(job);
+  }
+  return page;
 }
 
 StatusOr<std::vector<v1::Event>> SchedulerImpl::WatchEvents(uint64_t after_seq, int max_events,

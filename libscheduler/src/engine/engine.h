@@ -62,6 +62,9 @@ class EngineHost {
   virtual void PersistEvent(v1::Event event) = 0;
   // The inventory changed; here is a snapshot for checking submits off the strand.
   virtual void InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) = 0;
+  // Why a pending job waits changed without a store write (empty: the next write carries the
+  // reason, forget the published one). A host that shows no live reasons ignores it.
+  virtual void WaitingReasonChanged(uint64_t /*job*/, std::string_view /*reason*/) {}
 };
 
 class Engine final : public ExecutorEvents {
@@ -158,6 +161,11 @@ class Engine final : public ExecutorEvents {
   void Persist(JobRecord& job, const SerializedEvent& event,
                std::function<void(const Status&)> durable = nullptr);
   void SendPersist(JobUpdate update, std::function<void(const Status&)> durable);
+  // A pending job's new reason for waiting, shown through the host without a store write
+  // (EngineHost::WaitingReasonChanged); every Persist of the job withdraws it, since the
+  // status written carries the reason of the moment.
+  void PublishWaitingReason(JobRecord& job, std::string reason);
+  void WithdrawWaitingReason(JobRecord& job);
   void RetryFailedPersists();
   PlacedTask* FindTask(JobRecord& job, const TaskRef& ref);
   JobRecord* FindJob(uint64_t id);

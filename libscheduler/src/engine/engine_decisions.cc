@@ -116,10 +116,12 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
   if (allowed < min_tasks) {
     const std::optional<QuotaViolation> v = queues_.CheckQuota(leaf, per_task * min_tasks);
     const QueueId blocker = v ? v->queue : leaf;
-    job.reason = "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
-                 (v && !v->cap ? "borrowing limit" : "cap") + " on " +
-                 ResourceName(v ? v->resource : 0);
-    if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, blocker);
+    if (on_failure_block_and_reserve) {
+      PublishWaitingReason(job, "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
+                                    (v && !v->cap ? "borrowing limit" : "cap") + " on " +
+                                    ResourceName(v ? v->resource : 0));
+      queues_.BlockOnQuota(leaf, blocker);
+    }
     return false;
   }
 
@@ -135,7 +137,7 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
   }
   if (!result.placed()) {
     if (on_failure_block_and_reserve) {
-      job.reason = result.reason;
+      PublishWaitingReason(job, std::move(result.reason));
       // The first job of a pass that does not fit is the one most deserving a reservation;
       // planning it waits for the end of the pass, so a decision stays cheap.
       // A job that preempts waits aside, with the freed nodes reserved for it; the next job

@@ -485,6 +485,7 @@ void Engine::Persist(JobRecord& job, std::vector<SerializedEvent> events,
   update.job_id = job.id;
   FillStatus(job, &status_scratch_);
   update.SetStatus(status_scratch_);
+  WithdrawWaitingReason(job);
   for (const SerializedEvent& event : events) update.AddEvent(event);
   SendPersist(std::move(update), std::move(durable));
 }
@@ -495,8 +496,23 @@ void Engine::Persist(JobRecord& job, const SerializedEvent& event,
   update.job_id = job.id;
   FillStatus(job, &status_scratch_);
   update.SetStatus(status_scratch_);
+  WithdrawWaitingReason(job);
   update.AddEvent(event);
   SendPersist(std::move(update), std::move(durable));
+}
+
+void Engine::PublishWaitingReason(JobRecord& job, std::string reason) {
+  // A reservation's reason (how many nodes, the expected start) says more; it stays.
+  if (job.reason == reason || reservations_.Find(job.id)) return;
+  job.reason = std::move(reason);
+  job.reason_published = true;
+  host_.WaitingReasonChanged(job.id, job.reason);
+}
+
+void Engine::WithdrawWaitingReason(JobRecord& job) {
+  if (!job.reason_published) return;
+  job.reason_published = false;
+  host_.WaitingReasonChanged(job.id, {});
 }
 
 void Engine::SendPersist(JobUpdate update, std::function<void(const Status&)> durable) {

@@ -77,6 +77,8 @@ struct JobRecord {
   bool failing = false;           // a task failed; the rest are being stopped.
   bool preempting = false;        // being stopped to make room; requeued when its tasks are gone.
   bool awaiting_victims = false;  // this job preempted others and waits for their tasks to go.
+  // `reason` was published to the host (Engine::PublishWaitingReason), not stored.
+  bool reason_published = false;
   int32_t preemptions = 0;
   int32_t losses = 0;
   TimestampUs last_checkpoint_us = 0;
