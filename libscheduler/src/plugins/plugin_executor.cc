@@ -47,6 +47,22 @@ std::string CallError(const PluginInfo& info, const std::string& what, tessera_s
          (message.empty() ? "" : ": " + message);
 }
 
+// The outcome of an entry point that writes a reply (inventory, live tasks, events, telemetry):
+// the plugin's own status and message when it failed, INVALID_ARGUMENT when what it wrote is not
+// a `reply`, else OK with `reply` parsed.
+Status ReadReply(const PluginInfo& info, const std::string& what, tessera_status code,
+                 const StringSink& out, const StringSink& error,
+                 google::protobuf::MessageLite* reply) {
+  if (code != TESSERA_OK) {
+    return Status(static_cast<StatusCode>(code), CallError(info, what, code, error.bytes));
+  }
+  if (!reply->ParseFromString(out.bytes)) {
+    return InvalidArgumentError("plugin '" + info.name + "': " + what +
+                                " wrote bytes that are not a " + reply->GetTypeName());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // State shared with plugin threads and host callbacks, which may outlive the executor when a
@@ -230,16 +246,9 @@ StatusOr<std::vector<v1::NodeSpec>> PluginExecutor::LoadInventory() {
     call->code = shared->library->descriptor().tessera_plugin_on_inventory(
         shared->instance, &call->out.sink, &call->error.sink);
   }));
-  const PluginInfo& info = library_->info();
-  if (call->code != TESSERA_OK) {
-    return Status(static_cast<StatusCode>(call->code),
-                  CallError(info, "on_inventory", call->code, call->error.bytes));
-  }
   v1::Inventory inventory;
-  if (!inventory.ParseFromString(call->out.bytes)) {
-    return InvalidArgumentError("plugin '" + info.name +
-                                "': on_inventory wrote bytes that are not a tessera.v1.Inventory");
-  }
+  TESSERA_RETURN_IF_ERROR(
+      ReadReply(library_->info(), "on_inventory", call->code, call->out, call->error, &inventory));
   inventory_.assign(inventory.nodes().begin(), inventory.nodes().end());
   return inventory_;
 }
@@ -255,16 +264,9 @@ StatusOr<std::vector<TaskRef>> PluginExecutor::LoadLiveTasks() {
     call->code = shared->library->descriptor().tessera_plugin_on_reconcile(
         shared->instance, &call->out.sink, &call->error.sink);
   }));
-  const PluginInfo& info = library_->info();
-  if (call->code != TESSERA_OK) {
-    return Status(static_cast<StatusCode>(call->code),
-                  CallError(info, "on_reconcile", call->code, call->error.bytes));
-  }
   v1::LiveTasks live;
-  if (!live.ParseFromString(call->out.bytes)) {
-    return InvalidArgumentError("plugin '" + info.name +
-                                "': on_reconcile wrote bytes that are not tessera.v1.LiveTasks");
-  }
+  TESSERA_RETURN_IF_ERROR(
+      ReadReply(library_->info(), "on_reconcile", call->code, call->out, call->error, &live));
   live_.clear();
   for (const v1::TaskRef& r : live.tasks()) live_.push_back(FromProto(r));
   return live_;
@@ -350,17 +352,13 @@ void PluginExecutor::PostPoll() {
   std::shared_ptr<Shared> shared = shared_;
   worker_->Post("on_poll_events", [shared] {
     StringSink out, error;
-    const PluginInfo& info = shared->library->info();
     const tessera_status code = shared->library->descriptor().tessera_plugin_on_poll_events(
         shared->instance, &out.sink, &error.sink);
-    if (code != TESSERA_OK) {
-      shared->MarkUnhealthy(CallError(info, "on_poll_events", code, error.bytes));
-      return;
-    }
     v1::BackendEvents events;
-    if (!events.ParseFromString(out.bytes)) {
-      shared->MarkUnhealthy("plugin '" + info.name +
-                            "': on_poll_events wrote bytes that are not tessera.v1.BackendEvents");
+    const Status read =
+        ReadReply(shared->library->info(), "on_poll_events", code, out, error, &events);
+    if (!read.ok()) {
+      shared->MarkUnhealthy(read.message());
       return;
     }
     for (const v1::BackendEvent& e : events.events()) shared->Deliver(e);
@@ -402,17 +400,13 @@ void PluginExecutor::PostTelemetry() {
   std::shared_ptr<Shared> shared = shared_;
   worker_->Post("on_telemetry", [shared] {
     StringSink out, error;
-    const PluginInfo& info = shared->library->info();
     const tessera_status code = shared->library->descriptor().tessera_plugin_on_telemetry(
         shared->instance, &out.sink, &error.sink);
-    if (code != TESSERA_OK) {
-      shared->MarkUnhealthy(CallError(info, "on_telemetry", code, error.bytes));
-      return;
-    }
     auto batch = std::make_shared<v1::TelemetryBatch>();
-    if (!batch->ParseFromString(out.bytes)) {
-      shared->MarkUnhealthy("plugin '" + info.name +
-                            "': on_telemetry wrote bytes that are not tessera.v1.TelemetryBatch");
+    const Status read =
+        ReadReply(shared->library->info(), "on_telemetry", code, out, error, batch.get());
+    if (!read.ok()) {
+      shared->MarkUnhealthy(read.message());
       return;
     }
     if (batch->readings_size() == 0) return;
