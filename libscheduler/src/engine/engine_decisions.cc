@@ -14,6 +14,10 @@ namespace {
 bool NeedsAtLeast(const TaskShape& a, const TaskShape& b) {
   if (!b.needs_gpu()) return a == b;
   if (a.cpu_milli < b.cpu_milli || a.memory_mib < b.memory_mib) return false;
+  // The usual difference first, before the copy below.
+  if (a.gpu_count != b.gpu_count || a.gpu_milli != b.gpu_milli || a.models != b.models) {
+    return false;
+  }
   TaskShape same_host_ask = a;
   same_host_ask.cpu_milli = b.cpu_milli;
   same_host_ask.memory_mib = b.memory_mib;
@@ -79,9 +83,11 @@ void Engine::Backfill() {
   // job goes only if it ends before the reservation starts (the filter checks).
   int tried = 0;
   // A shape that did not fit once this pass will not fit again for as many tasks and as long a
-  // time limit (a shorter limit may still fit on reserved nodes), nor will one that asks for the
-  // same GPUs and more cpu or memory: skip those for free. (On a full cluster most backfill
-  // candidates fail, and each failure was a placement search.)
+  // time limit (a shorter limit may still fit on reserved nodes): its twins are skipped for
+  // free. Nor will a shape that asks for the same GPUs and more cpu or memory; such a job counts
+  // as tried and missed, as it would have, without its placement search. (On a full cluster most
+  // backfill candidates fail, churned jobs ask for cpu and memory at random, so twins are rare,
+  // and each failure was a search.)
   struct Failed {
     TaskShape shape;
     int min_tasks;
@@ -90,10 +96,11 @@ void Engine::Backfill() {
   };
   std::vector<Failed> failed;
   auto longer_or_equal = [](int64_t a, int64_t b) { return a == 0 || (b != 0 && a >= b); };
-  auto failed_before = [&](const JobRecord& job, int min_tasks) {
+  auto failed_before = [&](const JobRecord& job, int min_tasks, bool twins_only) {
     for (const Failed& f : failed) {
       if (f.min_tasks <= min_tasks && longer_or_equal(job.time_limit_us, f.limit_us) &&
-          (!f.same_node || job.same_node) && NeedsAtLeast(job.shape, f.shape)) {
+          (!f.same_node || job.same_node) &&
+          (twins_only ? job.shape == f.shape : NeedsAtLeast(job.shape, f.shape))) {
         return true;
       }
     }
@@ -108,14 +115,17 @@ void Engine::Backfill() {
       JobRecord& job = jobs_.at(key.job_id);
       if ((strict && job.time_limit_us <= 0) || reservations_.Find(job.id)) continue;
       const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
-      if (failed_before(job, min_tasks)) continue;
+      if (failed_before(job, min_tasks, /*twins_only=*/true)) continue;
       ++tried;
-      if (TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false)) {
+      if (failed_before(job, min_tasks, /*twins_only=*/false)) {
+        ++misses;
+      } else if (TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false)) {
         misses = 0;
       } else {
         ++misses;
-        if (failed.size() < 64)
+        if (failed.size() < 64) {
           failed.push_back({job.shape, min_tasks, job.time_limit_us, job.same_node});
+        }
       }
     }
   }
