@@ -162,6 +162,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // Buffers of sent writes come back (emptied, on the strand) once their callbacks have run, so
   // that gathering reuses their capacity instead of allocating large blocks per write.
   static constexpr size_t kMaxSparePersistBuffers = 32;
+  static constexpr size_t kFreshPersistBuffer = 64;  // updates a new buffer has room for.
   std::vector<std::vector<PendingPersist>> spare_persist_buffers_;  // strand only.
   bool persist_flush_posted_ = false;                               // strand only.
   // Submits committed but not yet handed to the engine; a task to drain them is posted when

@@ -5,6 +5,26 @@
 #include <cstdio>
 
 namespace tessera {
+namespace {
+
+// True when a task of shape `a` needs at least what one of shape `b` needs, in a way placement
+// is monotone in: the same GPU ask (so the node index offers the same nodes, in the same order,
+// up to the same visit limit) and no less cpu or memory (so every node that refuses `b` refuses
+// `a`). CPU-only tasks are indexed by cpu, so for them only an equal shape counts.
+bool NeedsAtLeast(const TaskShape& a, const TaskShape& b) {
+  if (!b.needs_gpu()) return a == b;
+  if (a.cpu_milli < b.cpu_milli || a.memory_mib < b.memory_mib) return false;
+  // The usual difference first, before the copy below.
+  if (a.gpu_count != b.gpu_count || a.gpu_milli != b.gpu_milli || a.models != b.models) {
+    return false;
+  }
+  TaskShape same_host_ask = a;
+  same_host_ask.cpu_milli = b.cpu_milli;
+  same_host_ask.memory_mib = b.memory_mib;
+  return same_host_ask == b;
+}
+
+}  // namespace
 
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
   if (paused_ || store_degraded_) return false;
@@ -63,18 +83,24 @@ void Engine::Backfill() {
   // job goes only if it ends before the reservation starts (the filter checks).
   int tried = 0;
   // A shape that did not fit once this pass will not fit again for as many tasks and as long a
-  // time limit (a shorter limit may still fit on reserved nodes): skip its twins for free.
+  // time limit (a shorter limit may still fit on reserved nodes): its twins are skipped for
+  // free. Nor will a shape that asks for the same GPUs and more cpu or memory; such a job counts
+  // as tried and missed, as it would have, without its placement search. (On a full cluster most
+  // backfill candidates fail, churned jobs ask for cpu and memory at random, so twins are rare,
+  // and each failure was a search.)
   struct Failed {
     TaskShape shape;
     int min_tasks;
     int64_t limit_us;  // 0: none, i.e. longest.
+    bool same_node;    // all tasks on one node: harder to place than the same tasks spread.
   };
   std::vector<Failed> failed;
   auto longer_or_equal = [](int64_t a, int64_t b) { return a == 0 || (b != 0 && a >= b); };
-  auto failed_before = [&](const JobRecord& job, int min_tasks) {
+  auto failed_before = [&](const JobRecord& job, int min_tasks, bool twins_only) {
     for (const Failed& f : failed) {
       if (f.min_tasks <= min_tasks && longer_or_equal(job.time_limit_us, f.limit_us) &&
-          f.shape == job.shape) {
+          (!f.same_node || job.same_node) &&
+          (twins_only ? job.shape == f.shape : NeedsAtLeast(job.shape, f.shape))) {
         return true;
       }
     }
@@ -89,13 +115,17 @@ void Engine::Backfill() {
       JobRecord& job = jobs_.at(key.job_id);
       if ((strict && job.time_limit_us <= 0) || reservations_.Find(job.id)) continue;
       const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
-      if (failed_before(job, min_tasks)) continue;
+      if (failed_before(job, min_tasks, /*twins_only=*/true)) continue;
       ++tried;
-      if (TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false)) {
+      if (failed_before(job, min_tasks, /*twins_only=*/false)) {
+        ++misses;
+      } else if (TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false)) {
         misses = 0;
       } else {
         ++misses;
-        if (failed.size() < 64) failed.push_back({job.shape, min_tasks, job.time_limit_us});
+        if (failed.size() < 64) {
+          failed.push_back({job.shape, min_tasks, job.time_limit_us, job.same_node});
+        }
       }
     }
   }

@@ -71,19 +71,36 @@ void SimulatedExecutor::ApplyMigLayout(const std::string& node, int gpu,
 void SimulatedExecutor::Launch(const LaunchRequest& request) {
   auto [it, inserted] = running_.try_emplace(request.ref);
   if (!inserted) return;  // idempotent.
-  Running& run = it->second;
-  const TaskRef ref = request.ref;
   const TimestampUs now = clock_.NowUs();
-  timers_.Schedule(now, [this, ref] {
-    if (running_.count(ref)) events_.OnTaskStarted(ref);
-  });
+  // Every launch waiting for its start report shares one timer: a churning cluster launches
+  // tens of thousands of tasks a second, and a timer each cost a heap entry and an allocation.
+  if (starting_.empty()) timers_.Schedule(now, [this] { ReportStarts(); });
+  starting_.push_back(request.ref);
   if (request.sim_duration_ms > 0) {
-    const int exit_code = request.sim_exit_code;
-    run.exit_at = now + request.sim_duration_ms * 1000;
-    run.exit_timer =
-        timers_.Schedule(run.exit_at, [this, ref, exit_code] { Exit(ref, exit_code); });
-    run.has_exit_timer = true;
+    it->second.exit_code = request.sim_exit_code;
+    ScheduleExit(*it, now + request.sim_duration_ms * 1000);
   }
+}
+
+void SimulatedExecutor::ReportStarts() {
+  // Swapped out first: a report may launch more tasks, which wait for the next timer.
+  reporting_.swap(starting_);
+  for (const TaskRef& ref : reporting_) {
+    if (running_.count(ref)) events_.OnTaskStarted(ref);
+  }
+  reporting_.clear();
+}
+
+void SimulatedExecutor::ScheduleExit(RunningEntry& entry, TimestampUs at) {
+  Running& run = entry.second;
+  if (run.has_exit_timer) timers_.Cancel(run.exit_timer);
+  // The timer holds the entry's address, which stays valid until Exit erases it (an unordered
+  // map never moves its elements), and only the latest exit timer of a task is left to run.
+  // Two pointers fit inside std::function without an allocation.
+  RunningEntry* e = &entry;
+  run.exit_timer = timers_.Schedule(at, [this, e] { Exit(*e); });
+  run.exit_at = at;
+  run.has_exit_timer = true;
 }
 
 void SimulatedExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
@@ -93,13 +110,9 @@ void SimulatedExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
   // it was about to end anyway. The exit is reported from a timer, never from inside the
   // caller's stack.
   const TimestampUs stop_at = clock_.NowUs() + std::max<int64_t>(grace_ms, 0) * 1000;
-  if (it->second.has_exit_timer) {
-    if (it->second.exit_at <= stop_at) return;
-    timers_.Cancel(it->second.exit_timer);
-  }
-  it->second.exit_timer = timers_.Schedule(stop_at, [this, task] { Exit(task, kStoppedExitCode); });
-  it->second.exit_at = stop_at;
-  it->second.has_exit_timer = true;
+  if (it->second.has_exit_timer && it->second.exit_at <= stop_at) return;
+  it->second.exit_code = kStoppedExitCode;
+  ScheduleExit(*it, stop_at);
 }
 
 std::vector<TaskRef> SimulatedExecutor::LiveTasks() {
@@ -110,8 +123,10 @@ std::vector<TaskRef> SimulatedExecutor::LiveTasks() {
   return live;
 }
 
-void SimulatedExecutor::Exit(const TaskRef& task, int exit_code) {
-  if (running_.erase(task) == 0) return;
+void SimulatedExecutor::Exit(RunningEntry& entry) {
+  const TaskRef task = entry.first;
+  const int exit_code = entry.second.exit_code;
+  running_.erase(task);
   events_.OnTaskExited(task, exit_code);
 }
 

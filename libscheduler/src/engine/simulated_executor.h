@@ -42,13 +42,8 @@ class SimulatedExecutor final : public Executor {
     TimerQueue::TimerId exit_timer{};
     TimestampUs exit_at = 0;
     bool has_exit_timer = false;
+    int exit_code = 0;  // what the pending exit timer reports.
   };
-  void Exit(const TaskRef& task, int exit_code);
-
-  std::vector<v1::NodeSpec> nodes_;
-  TimerQueue& timers_;
-  const Clock& clock_;
-  ExecutorEvents& events_;
   struct TaskRefHash {
     size_t operator()(const TaskRef& r) const {
       return std::hash<uint64_t>()(r.job * 0x9e3779b97f4a7c15ULL ^
@@ -56,8 +51,24 @@ class SimulatedExecutor final : public Executor {
                                     static_cast<uint32_t>(r.task)));
     }
   };
+  using RunningMap = std::unordered_map<TaskRef, Running, TaskRefHash>;
+  using RunningEntry = RunningMap::value_type;
+
+  void ReportStarts();
+  // Arms the task's exit at `at` (replacing an earlier exit timer) with run.exit_code.
+  void ScheduleExit(RunningEntry& entry, TimestampUs at);
+  void Exit(RunningEntry& entry);
+
+  std::vector<v1::NodeSpec> nodes_;
+  TimerQueue& timers_;
+  const Clock& clock_;
+  ExecutorEvents& events_;
   // Looked up on every launch, start, stop and exit: hashed, not ordered.
-  std::unordered_map<TaskRef, Running, TaskRefHash> running_;
+  RunningMap running_;
+  // Launched tasks whose start is not reported yet, in launch order; and the batch being
+  // reported (kept to reuse its buffer).
+  std::vector<TaskRef> starting_;
+  std::vector<TaskRef> reporting_;
 };
 
 }  // namespace tessera

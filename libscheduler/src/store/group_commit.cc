@@ -170,6 +170,7 @@ bool GroupCommit::TryBatch(std::deque<Op>& batch, bool savepoints, std::vector<S
     } else {
       results[i] = op_status;
       txn.RewindEventSeq(seq_before);
+      txn.ForgetQueueShapes();
       batch_status = db_.ExecCached(kRollbackTo);
       if (batch_status.ok()) batch_status = db_.ExecCached(kRelease);
     }

@@ -46,6 +46,16 @@ const std::vector<std::string>& Migrations() {
         payload BLOB NOT NULL
       );
       )sql",
+      // 1 -> 2: whether a job has finished gets a column of its own, and jobs_live is defined
+      // by it. With the index defined by state, every status update (several per job) removed
+      // and re-inserted the job's index entry; now only the update that finishes a job
+      // touches the index.
+      R"sql(
+      ALTER TABLE jobs ADD COLUMN finished INTEGER NOT NULL DEFAULT 0;
+      UPDATE jobs SET finished = 1 WHERE state BETWEEN 6 AND 8;
+      DROP INDEX jobs_live;
+      CREATE INDEX jobs_live ON jobs(id) WHERE finished = 0;
+      )sql",
   };
   return migrations;
 }

@@ -7,13 +7,14 @@
 
 namespace tessera::store {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Job states stored in the jobs.state column are the v1::JobState numbers; 6..8 are the
-// terminal ones (SUCCEEDED, FAILED, CANCELLED). This condition selects unfinished jobs, exactly
-// as the partial index jobs_live is defined, so queries using it can use the index. (A range,
-// not NOT IN (...): an IN list makes every UPDATE of a job build temporary tables.)
-inline constexpr const char* kUnfinishedJobSql = "state NOT BETWEEN 6 AND 8";
+// terminal ones (SUCCEEDED, FAILED, CANCELLED), and a job in one has jobs.finished = 1 (a
+// terminal state is never left). This condition selects unfinished jobs, exactly as the partial
+// index jobs_live is defined, so queries using it can use the index.
+inline constexpr const char* kUnfinishedJobSql = "finished = 0";
+inline constexpr bool IsFinishedState(int state) { return state >= 6 && state <= 8; }
 
 // PRAGMA user_version of `db`: 0 for a database no Tessera store has initialised.
 StatusOr<int> SchemaVersion(Database& db);

@@ -11,10 +11,14 @@ namespace {
 const CachedSql kFindByKey("SELECT id FROM jobs WHERE idempotency_key = ?");
 const CachedSql kInsertJob(
     "INSERT INTO jobs (idempotency_key, queue, state, priority, submit_time_us, "
-    "update_time_us, status) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    "update_time_us, status, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
 const CachedSql kInsertSpec("INSERT INTO job_specs (id, spec) VALUES (?, ?)");
+// Two statements, so that the updates of an unfinished job do not name `finished` and SQLite
+// leaves the partial index jobs_live alone; only the finishing update changes it.
 const CachedSql kUpdateStatus(
     "UPDATE jobs SET state = ?, status = ?, update_time_us = ? WHERE id = ?");
+const CachedSql kFinishStatus(
+    "UPDATE jobs SET state = ?, status = ?, update_time_us = ?, finished = 1 WHERE id = ?");
 const CachedSql kInsertEvent(
     "INSERT INTO events (seq, time_us, job_id, payload) VALUES (?, ?, ?, ?)");
 const CachedSql kQueueExists("SELECT 1 FROM queues WHERE name = ?");
@@ -88,6 +92,7 @@ StatusOr<uint64_t> WriteTransaction::InsertJob(const v1::Job& job, int32_t prior
   s->BindInt(5, job.status().submit_time_us());
   s->BindInt(6, now_us);
   s->BindBlobNoCopy(7, status_bytes);
+  s->BindInt(8, IsFinishedState(job.status().state()) ? 1 : 0);
   TESSERA_RETURN_IF_ERROR(s->Run());
   const int64_t id = db_.LastInsertRowId();
   TESSERA_ASSIGN_OR_RETURN(StatementRef spec, db_.Prepare(kInsertSpec));
@@ -103,7 +108,8 @@ Status WriteTransaction::UpdateJobStatus(uint64_t id, const v1::JobStatus& statu
 
 Status WriteTransaction::WriteJobStatus(uint64_t id, v1::JobState state, std::string_view status,
                                         int64_t now_us) {
-  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kUpdateStatus));
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
+                           db_.Prepare(IsFinishedState(state) ? kFinishStatus : kUpdateStatus));
   s->BindInt(1, state);
   s->BindBlobNoCopy(2, status);
   s->BindInt(3, now_us);
@@ -200,6 +206,9 @@ StatusOr<bool> WriteTransaction::QueueHasChildren(const std::string& name) {
 }
 
 StatusOr<WriteTransaction::QueueShape> WriteTransaction::GetQueueShape(const std::string& name) {
+  for (const auto& [queue, shape] : queue_shapes_) {
+    if (queue == name) return shape;
+  }
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kQueueShape));
   s->BindText(1, name);
   s->BindText(2, name + "/");
@@ -210,6 +219,8 @@ StatusOr<WriteTransaction::QueueShape> WriteTransaction::GetQueueShape(const std
     shape.exists = s->ColumnInt(0) != 0;
     shape.has_children = s->ColumnInt(1) != 0;
   }
+  // A handful at most in a batch; a batch naming many queues stops remembering more.
+  if (queue_shapes_.size() < 64) queue_shapes_.emplace_back(name, shape);
   return shape;
 }
 
@@ -223,6 +234,7 @@ StatusOr<int64_t> WriteTransaction::CountUnfinishedJobs(const std::string& queue
 }
 
 Status WriteTransaction::PutQueue(const v1::QueueSpec& spec) {
+  queue_shapes_.clear();
   TESSERA_ASSIGN_OR_RETURN(StatementRef s,
                            db_.Prepare("INSERT OR REPLACE INTO queues (name, spec) VALUES (?, ?)"));
   s->BindText(1, spec.name());
@@ -231,6 +243,7 @@ Status WriteTransaction::PutQueue(const v1::QueueSpec& spec) {
 }
 
 Status WriteTransaction::DeleteQueue(const std::string& name) {
+  queue_shapes_.clear();
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare("DELETE FROM queues WHERE name = ?"));
   s->BindText(1, name);
   TESSERA_RETURN_IF_ERROR(s->Run());

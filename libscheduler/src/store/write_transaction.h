@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "store/sqlite.h"
@@ -62,12 +63,17 @@ class WriteTransaction {
   // --- Queues.
   StatusOr<bool> QueueExists(const std::string& name);
   StatusOr<bool> QueueHasChildren(const std::string& name);
-  // Both at once, in one statement (every submit asks).
+  // Both at once, in one statement (every submit asks). The answer is remembered for the rest
+  // of the transaction, until a queue is written or ForgetQueueShapes is called: a batch of
+  // submits mostly names a few queues.
   struct QueueShape {
     bool exists = false;
     bool has_children = false;
   };
   StatusOr<QueueShape> GetQueueShape(const std::string& name);
+  // Whoever rolls back part of the transaction (to a savepoint) calls this: what was read
+  // after the savepoint may be undone.
+  void ForgetQueueShapes() { queue_shapes_.clear(); }
   StatusOr<int64_t> CountUnfinishedJobs(const std::string& queue);
   Status PutQueue(const v1::QueueSpec& spec);
   Status DeleteQueue(const std::string& name);
@@ -88,7 +94,8 @@ class WriteTransaction {
   Status WriteJobStatus(uint64_t id, v1::JobState state, std::string_view status, int64_t now_us);
   Database& db_;
   uint64_t next_event_seq_;
-  std::vector<Deferred> deferred_;  // in the order deferred.
+  std::vector<Deferred> deferred_;                                // in the order deferred.
+  std::vector<std::pair<std::string, QueueShape>> queue_shapes_;  // read in this transaction.
 };
 
 }  // namespace tessera::store

@@ -153,6 +153,46 @@ TEST_CASE("store: reopening keeps jobs, queues, node flags and events") {
   CHECK(store->LastEventSeq() == states.size() + 2);
 }
 
+TEST_CASE("store: a version 1 store is migrated, and its finished jobs stay finished") {
+  TempDir dir;
+  const StoreOptions options = OptionsIn(dir);
+  uint64_t running = 0;
+  uint64_t succeeded = 0;
+  {
+    std::unique_ptr<Store> store = OpenStore(options);
+    running = InsertJob(*store, MakeJob("q", v1::RUNNING));
+    succeeded = InsertJob(*store, MakeJob("q", v1::SUCCEEDED));
+  }
+  {
+    // Back to the version 1 layout: no `finished` column, jobs_live defined by state.
+    StatusOr<std::unique_ptr<Database>> db = Database::Open(options.path);
+    REQUIRE(db.ok());
+    for (const char* sql : {"DROP INDEX jobs_live", "ALTER TABLE jobs DROP COLUMN finished",
+                            "CREATE INDEX jobs_live ON jobs(id) WHERE state NOT BETWEEN 6 AND 8",
+                            "PRAGMA user_version = 1"}) {
+      CAPTURE(sql);
+      Status status = (*db)->Exec(sql);
+      REQUIRE_MESSAGE(status.ok(), status.ToString());
+    }
+  }
+  std::unique_ptr<Store> store = OpenStore(options);
+  CHECK(QueryInt(options.path, "PRAGMA user_version") == kSchemaVersion);
+  std::vector<v1::Job> live = LiveJobs(*store);
+  REQUIRE(live.size() == 1);
+  CHECK(live[0].id() == running);
+  CHECK(QueryInt(options.path,
+                 "SELECT finished FROM jobs WHERE id = " + std::to_string(succeeded)) == 1);
+  // The running job finishes after the migration: it leaves the live jobs.
+  REQUIRE(store
+              ->WriteAndWait([&](WriteTransaction& txn) {
+                v1::JobStatus status;
+                status.set_state(v1::FAILED);
+                return txn.UpdateJobStatus(running, status, 1'000'000);
+              })
+              .ok());
+  CHECK(LiveJobs(*store).empty());
+}
+
 TEST_CASE("store: writes still queued when the store is destroyed are applied") {
   TempDir dir;
   const StoreOptions options = OptionsIn(dir);
