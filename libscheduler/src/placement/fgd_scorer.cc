@@ -109,6 +109,9 @@ int FgdScorer::ShapeId(const TaskShape& s) const {
 std::optional<ScoredAllocation> FgdScorer::Choose(const NodeState& node,
                                                   const TaskShape& shape) const {
   if (!node.HostFits(shape)) return std::nullopt;
+  // A scorer that compares only a few candidates per task meets a node again with the same
+  // shape too rarely for the cache to pay for its memory traffic (see the file comment).
+  if (candidates() != kAllCandidates) return Evaluate(node, shape);
   std::vector<Cached>& by_node = choices_[ShapeId(shape)];
   if (node.id() >= by_node.size()) by_node.resize(node.id() + 1);
   Cached& c = by_node[node.id()];

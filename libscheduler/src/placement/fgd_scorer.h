@@ -17,7 +17,10 @@
 // Every fitting node is compared (up to Placer::kMaxVisitsPerTask per GPU model), so a decision
 // costs O(nodes) cached lookups: F_n(M) is cached per node and the score of each (node, task
 // shape) pair is cached until the node changes (NodeState::stamp), which a replay of one task
-// after another hits almost always; the choices of at most kMaxCachedShapes shapes are kept.
+// after another hits almost always; the choices of at most kMaxCachedShapes shapes are kept. A
+// subclass that compares only a few candidates per task (candidates() bounded) caches no
+// choices: it meets a node again with the same shape too rarely (in decide 30 % of lookups hit,
+// and each lookup is a cache miss into megabytes of choices), so evaluating afresh is cheaper.
 // With no expected workload given, it can be learned from Observe (workload_learner.h).
 #pragma once
 
