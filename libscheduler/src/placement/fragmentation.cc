@@ -131,11 +131,14 @@ double FragmentationMeasure::Of(const NodeFree& node) const {
       continue;
     }
     const double usable = static_cast<double>(total - too_small);
-    const double per_task = static_cast<double>(g.gpu_count) * g.gpu_milli;
+    const int64_t per_task_milli = int64_t{g.gpu_count} * g.gpu_milli;
+    const double per_task = static_cast<double>(per_task_milli);
     // Tasks that would use all the usable capacity: a host that can feed that many starves
-    // nothing, which a multiplication shows without HostableTasks' divisions.
-    const int64_t enough = (total - too_small + int64_t{g.gpu_count} * g.gpu_milli - 1) /
-                           (int64_t{g.gpu_count} * g.gpu_milli);
+    // nothing, which a multiplication shows without HostableTasks' divisions. A shape that asks
+    // for no GPU capacity (a time slice or MPS share without a fraction) uses none up, so one
+    // task the host can feed is enough.
+    const int64_t enough =
+        per_task_milli == 0 ? 1 : (total - too_small + per_task_milli - 1) / per_task_milli;
     if (HostHolds(node, g, enough)) {
       // Most nodes that are not nearly full: the host feeds every member's tasks.
       fragmented += g.weight * static_cast<double>(too_small);
