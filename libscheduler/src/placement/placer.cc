@@ -54,7 +54,7 @@ bool Placer::Fits(const NodeState& node, const TaskShape& shape) const {
   for (const auto& filter : filters_) {
     if (!filter->Accept(node, shape)) return false;
   }
-  return node.Fit(shape, scorer_->device_preference()).has_value();
+  return node.Fits(shape);
 }
 
 std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape,
