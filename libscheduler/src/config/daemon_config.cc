@@ -60,7 +60,7 @@ Status ValidatePlacement(const v1::PlacementConfig& p) {
   if (!(p.expected_coverage() > 0 && p.expected_coverage() <= 1)) {
     return Invalid("placement.expected_coverage", "must be in (0, 1]");
   }
-  return Status::Ok();
+  return AtLeast(p.max_candidates(), 0, "placement.max_candidates");
 }
 
 Status ValidatePreemption(const v1::PreemptionConfig& p) {
@@ -214,7 +214,7 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
 
   v1::PlacementConfig* placement = c->mutable_placement();
   if (placement->strategy() == v1::PLACEMENT_STRATEGY_UNSPECIFIED) {
-    placement->set_strategy(v1::BINPACK);
+    placement->set_strategy(v1::FRAGMENTATION_AWARE);
   }
   for (v1::ExpectedTaskConfig& t : *placement->mutable_expected_tasks()) {
     if (!t.has_gpu_milli()) t.set_gpu_milli(int32_t{1000});
@@ -222,6 +222,10 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   }
   if (!placement->has_expected_coverage())
     placement->set_expected_coverage(defaults.placement.expected_coverage);
+  if (!placement->has_learn_workload())
+    placement->set_learn_workload(defaults.placement.learn_workload);
+  if (!placement->has_max_candidates())
+    placement->set_max_candidates(static_cast<int32_t>(defaults.placement.max_candidates));
 
   v1::PreemptionConfig* preemption = c->mutable_preemption();
   if (!preemption->has_enabled()) preemption->set_enabled(defaults.preemption.enabled);
@@ -298,10 +302,10 @@ PlacementOptions::Strategy ToStrategy(v1::PlacementStrategy s) {
       return PlacementOptions::Strategy::kBestFit;
     case v1::FGD:
       return PlacementOptions::Strategy::kFgd;
-    case v1::FRAGMENTATION_AWARE:
-      return PlacementOptions::Strategy::kFragmentationAware;
-    default:
+    case v1::BINPACK:
       return PlacementOptions::Strategy::kBinpack;
+    default:
+      return PlacementOptions::Strategy::kFragmentationAware;
   }
 }
 
@@ -337,6 +341,8 @@ Options MapOptions(const v1::DaemonConfig& c) {
     o.placement.expected_tasks.push_back(std::move(task));
   }
   o.placement.expected_coverage = c.placement().expected_coverage();
+  o.placement.learn_workload = c.placement().learn_workload();
+  o.placement.max_candidates = c.placement().max_candidates();
 
   o.preemption.enabled = c.preemption().enabled();
   o.preemption.reclaim = c.preemption().reclaim();

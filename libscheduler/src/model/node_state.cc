@@ -70,6 +70,13 @@ std::optional<TaskAllocation> NodeState::Fit(const TaskShape& shape,
   return ShareAllocation(shape, chosen->first, chosen->second);
 }
 
+bool NodeState::Fits(const TaskShape& shape) const {
+  if (shape.whole_gpus() && !shape.same_nvlink && shape.gpu_memory_mib == 0) {
+    return HostFits(shape) && shape.AllowsModel(model_) && whole_free_gpus_ >= shape.gpu_count;
+  }
+  return Fit(shape, DevicePreference::kTightest).has_value();
+}
+
 TaskAllocation NodeState::ShareAllocation(const TaskShape& shape, int gpu,
                                           const ShareOffer& offer) const {
   TaskAllocation a;

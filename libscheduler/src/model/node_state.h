@@ -91,6 +91,10 @@ class NodeState {
   // Chooses devices for one task of `shape` on this node as it is now, or nullopt when it does
   // not fit. Does not change the node.
   std::optional<TaskAllocation> Fit(const TaskShape& shape, DevicePreference preference) const;
+  // Whether Fit would find devices (for either preference), answered from the node's summaries
+  // where the devices cannot matter: whole GPUs wanting no NVLink domain and no GPU memory in
+  // particular fit wherever enough GPUs are free.
+  bool Fits(const TaskShape& shape) const;
   // The allocation of exactly the GPUs in `gpu_mask` to one task of `shape`, or nullopt when
   // they do not fit it (for scorers that weigh device choices themselves). A CPU-only shape
   // takes an empty mask.

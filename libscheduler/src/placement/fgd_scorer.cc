@@ -87,11 +87,15 @@ int64_t FgdScorer::Score(const NodeState& node, const TaskShape&,
   return Rank(node, before, measure_.Of(NodeFree::Of(node).After(allocation)), allocation);
 }
 
+FgdScorer::ShapeKey FgdScorer::KeyOf(const TaskShape& s) const {
+  return {s.cpu_milli,      measure_.options().check_memory ? s.memory_mib : 0,
+          s.gpu_count,      s.gpu_milli,
+          s.gpu_memory_mib, s.models,
+          s.same_nvlink};
+}
+
 int FgdScorer::ShapeId(const TaskShape& s) const {
-  const ShapeKey key{s.cpu_milli,      measure_.options().check_memory ? s.memory_mib : 0,
-                     s.gpu_count,      s.gpu_milli,
-                     s.gpu_memory_mib, s.models,
-                     s.same_nvlink};
+  const ShapeKey key = KeyOf(s);
   if (last_shape_ && last_shape_->first == key) return last_shape_->second;
   auto it = shape_ids_.find(key);
   if (it == shape_ids_.end()) {
@@ -109,9 +113,24 @@ int FgdScorer::ShapeId(const TaskShape& s) const {
 std::optional<ScoredAllocation> FgdScorer::Choose(const NodeState& node,
                                                   const TaskShape& shape) const {
   if (!node.HostFits(shape)) return std::nullopt;
+  if (candidates() != kAllCandidates) {
+    // Only the choice for the shape last asked about (see the file comment).
+    if (node.id() >= last_choice_.size()) last_choice_.resize(node.id() + 1);
+    auto& [key, c] = last_choice_[node.id()];
+    const ShapeKey wanted = KeyOf(shape);
+    if (key != wanted) {
+      key = wanted;
+      c.stamp = 0;
+    }
+    return CachedChoice(c, node, shape);
+  }
   std::vector<Cached>& by_node = choices_[ShapeId(shape)];
   if (node.id() >= by_node.size()) by_node.resize(node.id() + 1);
-  Cached& c = by_node[node.id()];
+  return CachedChoice(by_node[node.id()], node, shape);
+}
+
+std::optional<ScoredAllocation> FgdScorer::CachedChoice(Cached& c, const NodeState& node,
+                                                        const TaskShape& shape) const {
   if (c.stamp != node.stamp() || c.generation != generation_) {
     std::optional<ScoredAllocation> fresh = Evaluate(node, shape);
     c.stamp = node.stamp();

@@ -17,7 +17,12 @@
 // Every fitting node is compared (up to Placer::kMaxVisitsPerTask per GPU model), so a decision
 // costs O(nodes) cached lookups: F_n(M) is cached per node and the score of each (node, task
 // shape) pair is cached until the node changes (NodeState::stamp), which a replay of one task
-// after another hits almost always; the choices of at most kMaxCachedShapes shapes are kept.
+// after another hits almost always; the choices of at most kMaxCachedShapes shapes are kept. A
+// subclass that compares only a few candidates per task (candidates() bounded) keeps only one
+// choice per node, for the shape it was last asked about: such a scorer meets a node again with
+// another shape too often for per-shape vectors to pay for their memory traffic (in decide 30 %
+// of their lookups hit, each a cache miss into megabytes of choices), while the later tasks of a
+// gang, and a job retried, ask again about the same candidates with the same shape.
 // With no expected workload given, it can be learned from Observe (workload_learner.h).
 #pragma once
 
@@ -84,7 +89,11 @@ class FgdScorer : public Scorer {
   // shapes (every job its own memory size) neither grows nor reallocates them.
   static constexpr size_t kMaxCachedShapes = 128;
 
+  ShapeKey KeyOf(const TaskShape& shape) const;
   int ShapeId(const TaskShape& shape) const;
+  // The cached choice `c` of `shape` on `node` if it is current, else a fresh one, cached.
+  std::optional<ScoredAllocation> CachedChoice(Cached& c, const NodeState& node,
+                                               const TaskShape& shape) const;
   void UseWorkload(WorkloadDistribution workload);
   std::optional<ScoredAllocation> Evaluate(const NodeState& node, const TaskShape& shape) const;
 
@@ -98,6 +107,8 @@ class FgdScorer : public Scorer {
   mutable std::optional<std::pair<ShapeKey, int>> last_shape_;
   mutable std::vector<std::vector<Cached>> choices_;  // by shape id, then node id.
   mutable uint32_t generation_ = 1;                   // of shape_ids_.
+  // With bounded candidates: by node id, the shape last asked about and its choice.
+  mutable std::vector<std::pair<ShapeKey, Cached>> last_choice_;
 };
 
 }  // namespace tessera

@@ -73,6 +73,8 @@ const FragmentationMeasure::ModelTable& FragmentationMeasure::TableFor(int model
     g.gpu_count = s.gpu_count;
     g.gpu_milli = s.gpu_milli;
     g.weight += task.weight;
+    g.max_cpu_milli = std::max(g.max_cpu_milli, s.cpu_milli);
+    g.max_memory_mib = std::max(g.max_memory_mib, s.memory_mib);
     g.members.push_back({s.cpu_milli, s.memory_mib, task.weight});
   }
   for (auto& [key, g] : groups) {
@@ -89,6 +91,11 @@ int64_t FragmentationMeasure::HostableTasks(const NodeFree& node, const Member& 
     tasks = std::min(tasks, node.memory_mib / m.memory_mib);
   }
   return tasks;
+}
+
+bool FragmentationMeasure::HostHolds(const NodeFree& node, const Group& g, int64_t tasks) const {
+  return node.cpu_milli >= tasks * g.max_cpu_milli &&
+         (!options_.check_memory || node.memory_mib >= tasks * g.max_memory_mib);
 }
 
 double FragmentationMeasure::Of(const NodeFree& node) const {
@@ -111,6 +118,10 @@ double FragmentationMeasure::Of(const NodeFree& node) const {
     for (int i = node.gpus - 1; i >= 0 && sorted[i] < g.gpu_milli; --i) too_small += sorted[i];
     if (options_.host_limited_weight == 0) {
       // FGD's measure: only whether one task fits on the host matters.
+      if (HostHolds(node, g, 1)) {
+        fragmented += g.weight * static_cast<double>(too_small);
+        continue;
+      }
       double host_fits = 0;
       for (const Member& m : g.members) {
         if (m.cpu_milli > node.cpu_milli) break;
@@ -120,11 +131,19 @@ double FragmentationMeasure::Of(const NodeFree& node) const {
       continue;
     }
     const double usable = static_cast<double>(total - too_small);
-    const double per_task = static_cast<double>(g.gpu_count) * g.gpu_milli;
+    const int64_t per_task_milli = int64_t{g.gpu_count} * g.gpu_milli;
+    const double per_task = static_cast<double>(per_task_milli);
     // Tasks that would use all the usable capacity: a host that can feed that many starves
-    // nothing, which a multiplication shows without HostableTasks' divisions.
-    const int64_t enough = (total - too_small + int64_t{g.gpu_count} * g.gpu_milli - 1) /
-                           (int64_t{g.gpu_count} * g.gpu_milli);
+    // nothing, which a multiplication shows without HostableTasks' divisions. A shape that asks
+    // for no GPU capacity (a time slice or MPS share without a fraction) uses none up, so one
+    // task the host can feed is enough.
+    const int64_t enough =
+        per_task_milli == 0 ? 1 : (total - too_small + per_task_milli - 1) / per_task_milli;
+    if (HostHolds(node, g, enough)) {
+      // Most nodes that are not nearly full: the host feeds every member's tasks.
+      fragmented += g.weight * static_cast<double>(too_small);
+      continue;
+    }
     for (const Member& m : g.members) {
       if (node.cpu_milli >= enough * m.cpu_milli &&
           (!options_.check_memory || node.memory_mib >= enough * m.memory_mib)) {

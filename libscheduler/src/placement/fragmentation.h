@@ -80,7 +80,11 @@ class FragmentationMeasure {
   struct Group {
     int32_t gpu_count = 0;
     int32_t gpu_milli = 0;
-    double weight = 0;            // sum of the members' weights.
+    double weight = 0;  // sum of the members' weights.
+    // The members' largest cpu and memory: a node with room for that many of both is ample for
+    // every member, and the group is measured without visiting them (Of's fast path).
+    int64_t max_cpu_milli = 0;
+    int64_t max_memory_mib = 0;
     std::vector<Member> members;  // by cpu, ascending.
   };
   struct ModelTable {
@@ -90,6 +94,9 @@ class FragmentationMeasure {
   };
 
   const ModelTable& TableFor(int model) const;
+  // Whether the node's free cpu (and memory, if checked) could host `tasks` tasks of every
+  // member of `g` at once.
+  bool HostHolds(const NodeFree& node, const Group& g, int64_t tasks) const;
   // Tasks of `m` the node's free cpu and memory could host at once.
   int64_t HostableTasks(const NodeFree& node, const Member& m) const;
 

@@ -21,10 +21,11 @@
 // The constants were chosen on the openb replays (bench/openb_bench.cc) once for all traces;
 // none depends on a trace.
 //
-// Two options make it cheap enough to be a default: with no expected_tasks it learns the
-// workload from the submitted shapes (PlacementOptions::learn_workload, workload_learner.h), and
-// it compares at most PlacementOptions::max_candidates fitting nodes per GPU model, the tightest
-// in the node index, so a decision costs O(K log nodes) instead of O(nodes).
+// It is the library's default strategy. Two options make it usable as one: with no
+// expected_tasks it learns the workload from the submitted shapes (PlacementOptions::
+// learn_workload, workload_learner.h), and it compares at most PlacementOptions::max_candidates
+// fitting nodes per GPU model (default 4), the tightest in the node index, so a decision costs
+// O(K log nodes) instead of O(nodes).
 #pragma once
 
 #include <cstdint>

@@ -50,6 +50,13 @@ std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
   return scorer_->Choose(node, shape);
 }
 
+bool Placer::Fits(const NodeState& node, const TaskShape& shape) const {
+  for (const auto& filter : filters_) {
+    if (!filter->Accept(node, shape)) return false;
+  }
+  return node.Fits(shape);
+}
+
 std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape,
                                               const std::string& preferred_rack) {
   std::optional<TaskAllocation> best;
@@ -65,6 +72,12 @@ std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape,
     int visits = 0;
     index_.Visit(shape, model, scorer_->order(), [&](NodeIndexId id) {
       const NodeState& node = cluster_.node(id);
+      if (found >= wanted && node.rack() != preferred_rack) {
+        // Past the scorer's candidates only a node in the rack can win: this one only counts
+        // towards the lookahead, without the cost of scoring it.
+        if (Fits(node, shape)) ++found;
+        return found < lookahead && ++visits < kMaxVisitsPerTask;
+      }
       if (std::optional<ScoredAllocation> a = FitOnNode(node, shape)) {
         const uint64_t rank = tie_order_seed_ ? TieRank(*tie_order_seed_, id) : 0;
         const bool in_rack = prefer_rack && node.rack() == preferred_rack;

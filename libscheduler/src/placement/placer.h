@@ -6,9 +6,10 @@
 // BreakTiesByRandomNodeOrder is called, to the first in a random order of nodes fixed by a seed.
 // A job's tasks are placed one after another, the later ones preferring the rack of the first
 // (node label "rack"): a fitting node in that rack beats any node outside it, however they
-// score, so a gang's tasks talk over the rack's switch. If fewer than the gang minimum fit, every
-// tentative allocation is undone, so a gang never holds part of the cluster while it waits (no
-// partial holds, no deadlock).
+// score, so a gang's tasks talk over the rack's switch. To find one, the walk goes up to
+// kRackLookahead fitting nodes past the scorer's candidates, scoring only those in the rack. If
+// fewer than the gang minimum fit, every tentative allocation is undone, so a gang never holds
+// part of the cluster while it waits (no partial holds, no deadlock).
 //
 // The outcome is a value, not an error: placed, or retry later with the reason.
 #pragma once
@@ -75,6 +76,8 @@ class Placer {
   // The best node for one task, or nullopt; a node in `preferred_rack` (unless empty) first.
   std::optional<TaskAllocation> FindOne(const TaskShape& shape, const std::string& preferred_rack);
   std::optional<ScoredAllocation> FitOnNode(const NodeState& node, const TaskShape& shape) const;
+  // Whether one task of `shape` fits on `node` (filters and devices), without scoring it.
+  bool Fits(const NodeState& node, const TaskShape& shape) const;
   int PlaceOnNode(const NodeState& node, const TaskShape& shape, int max_tasks,
                   std::vector<TaskAllocation>* out);
 

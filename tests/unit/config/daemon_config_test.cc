@@ -45,7 +45,9 @@ TEST_CASE("daemon config: no file means the embedded defaults") {
   CHECK(config->server().listen() == "127.0.0.1:8080");
   CHECK(config->server().max_request_bytes() == 1048576);
   CHECK(config->auth().tokens_size() == 0);
-  CHECK(config->placement().strategy() == v1::BINPACK);
+  CHECK(config->placement().strategy() == v1::FRAGMENTATION_AWARE);
+  CHECK(config->placement().learn_workload());
+  CHECK(config->placement().max_candidates() == 4);
   CHECK(config->simulated_cluster().SerializeAsString() ==
         DefaultSimulatedCluster().SerializeAsString());
   CHECK_FALSE(config->has_executor_plugin());
@@ -64,8 +66,11 @@ TEST_CASE("daemon config: no file means the embedded defaults") {
   CHECK(options->engine.default_runtime_estimate == library.engine.default_runtime_estimate);
   CHECK(options->fair_share.usage_half_life == library.fair_share.usage_half_life);
   CHECK(options->fair_share.usage_refresh == library.fair_share.usage_refresh);
-  CHECK(options->placement.strategy == PlacementOptions::Strategy::kBinpack);
+  CHECK(options->placement.strategy == library.placement.strategy);
+  CHECK(options->placement.strategy == PlacementOptions::Strategy::kFragmentationAware);
   CHECK(options->placement.expected_coverage == library.placement.expected_coverage);
+  CHECK(options->placement.learn_workload == library.placement.learn_workload);
+  CHECK(options->placement.max_candidates == library.placement.max_candidates);
   CHECK(options->preemption.enabled == library.preemption.enabled);
   CHECK(options->preemption.reclaim == library.preemption.reclaim);
   CHECK(options->preemption.min_runtime == library.preemption.min_runtime);
@@ -122,6 +127,8 @@ TEST_CASE("daemon config: the example file loads and maps onto every Options fie
   CHECK(options->placement.expected_tasks[1].gpu_milli == 500);
   CHECK(options->placement.expected_tasks[1].count == 30);
   CHECK(options->placement.expected_tasks[2].gpu_models == std::vector<std::string>{"A100-80GB"});
+  CHECK(options->placement.max_candidates == 8);
+  CHECK_FALSE(options->placement.learn_workload);
   CHECK(options->priority_classes.size() == 3);
   CHECK_FALSE(options->priority_classes[2].preemptible);
   CHECK(options->plugin_dirs == std::vector<std::string>{"/usr/local/lib/tessera/plugins"});
@@ -201,6 +208,8 @@ TEST_CASE("daemon config: bad values are refused naming the field") {
         "placement.expected_tasks[0].count: must be > 0");
   CHECK(Refusal("placement: {expected_coverage: 1.5}") ==
         "placement.expected_coverage: must be in (0, 1]");
+  CHECK(Refusal("placement: {max_candidates: -1}") ==
+        "placement.max_candidates: must be >= 0, got -1");
   CHECK(Refusal("preemption: {min_runtime_s: -1}") ==
         "preemption.min_runtime_s: must be >= 0, got -1");
   CHECK(Refusal("preemption: {cooldown_s: -1}") == "preemption.cooldown_s: must be >= 0, got -1");

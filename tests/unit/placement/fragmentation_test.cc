@@ -109,6 +109,16 @@ TEST_CASE(
   CHECK(FragmentationMeasure(big, {.host_limited_weight = 1}).Of(roomy) == doctest::Approx(0));
 }
 
+TEST_CASE("placement: fragmentation: a shape asking for no GPU capacity starves nothing") {
+  // A time slice without a fraction has gpu_milli 0: every free GPU can take one, and the host
+  // only has to feed one task (no division by the per-task capacity).
+  const WorkloadDistribution w = WorkloadDistribution::FromCounts({{Share(0, 4000), 1}}, 1.0);
+  const FragmentationMeasure measure(w, {.check_memory = true, .host_limited_weight = 0.75});
+  CHECK(measure.Of(Node({1000, 500}, 8000)) == doctest::Approx(0));
+  // A host without the cpu for one task leaves all of its GPUs unusable.
+  CHECK(measure.Of(Node({1000, 500}, 2000)) == doctest::Approx(1500));
+}
+
 TEST_CASE(
     "placement: fragmentation: the grouped F_n(M) equals the weighted sum of F_n(m) (random "
     "states)") {
