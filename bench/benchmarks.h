@@ -74,7 +74,7 @@ struct TimelineFlags {
   std::string trace = "default";   // pod list: name in the data folder or a path.
   std::string nodes = "gpu_node";  // node list: name in the data folder or a path.
   std::string data;                // data folder; empty = ../shared/data/openb by the sources.
-  std::string policy = "binpack";
+  std::string policy = "default";
   int64_t jobs = 0;                  // replay only the first N pods; 0 = all.
   std::string queues = "qos";        // qos: a leaf queue per QoS class; single: one queue.
   std::string unscheduled = "skip";  // pods the trace never scheduled: skip | run.

@@ -119,7 +119,8 @@ int Main(int argc, char** argv) {
                            "openb data folder (default: ../shared/data/openb)");
   timeline_cmd
       ->add_option("--policy", timeline.policy,
-                   "placement policy (binpack, spread, bestfit, fgd, fragmentation-aware)")
+                   "placement policy (default: the library's own, binpack, spread, bestfit, fgd, "
+                   "fragmentation-aware: told the trace's workload)")
       ->capture_default_str();
   timeline_cmd->add_option("--jobs", timeline.jobs, "replay only the first N pods (0: all)")
       ->capture_default_str()

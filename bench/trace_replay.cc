@@ -269,6 +269,8 @@ ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_m
 
 StatusOr<PlacementOptions> PlacementFromName(const std::string& name,
                                              std::vector<ExpectedTask> expected) {
+  // The library's own defaults, told nothing of the workload (it learns it if it wants it).
+  if (name == "default") return PlacementOptions();
   for (const auto& [known, strategy] : Policies()) {
     if (known == name) {
       PlacementOptions options;
@@ -303,7 +305,7 @@ std::vector<ExpectedTask> ExpectedTasksOf(const std::vector<ReplayJob>& jobs) {
 }
 
 std::vector<std::string> PlacementNames() {
-  std::vector<std::string> names;
+  std::vector<std::string> names = {"default"};
   for (const auto& [name, strategy] : Policies()) names.push_back(name);
   return names;
 }

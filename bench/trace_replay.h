@@ -114,10 +114,10 @@ ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_m
 // equal, 1/n when one value holds everything. 1 for an empty or all-zero list (all equal).
 double JainFairness(const std::vector<double>& values);
 
-// The placement strategy a policy name stands for: binpack, spread, bestfit, fgd,
-// fragmentation-aware. The last two keep room for `expected` (for a replay: the shapes of its
-// own jobs, as the FGD paper does; see ExpectedTasksOf). Errors: INVALID_ARGUMENT naming the
-// known policies.
+// The placement strategy a policy name stands for: default (the library's PlacementOptions as
+// they are, `expected` unused), binpack, spread, bestfit, fgd, fragmentation-aware. The last
+// two keep room for `expected` (for a replay: the shapes of its own jobs, as the FGD paper does;
+// see ExpectedTasksOf). Errors: INVALID_ARGUMENT naming the known policies.
 StatusOr<PlacementOptions> PlacementFromName(const std::string& name,
                                              std::vector<ExpectedTask> expected = {});
 std::vector<std::string> PlacementNames();
