@@ -47,6 +47,7 @@
 
 #include "bench_util.h"
 #include "benchmarks.h"
+#include "mixed_gpu_cluster.h"
 #include "tessera/scheduler.h"
 
 namespace tessera::bench {
@@ -55,8 +56,7 @@ namespace {
 using SysClock = std::chrono::system_clock;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr int kGpusPerNode = 8;
-constexpr int kNodesPerRack = 32;
+constexpr int kGpusPerNode = kMixedClusterGpusPerNode;
 // SubmitAsync calls one client keeps in flight at most, so a scheduler that falls behind
 // shows as a missed arrival rate rather than unbounded memory.
 constexpr int kMaxInFlightPerClient = 4096;
@@ -66,49 +66,6 @@ constexpr auto kSamplePeriod = std::chrono::milliseconds(5);
 // backlog held at most this many pending jobs. A few are always in flight (submitted, not yet
 // decided); more than this means jobs are queueing for capacity.
 constexpr int64_t kEligibleMaxPending = 32;
-
-// The model mix of `decide` (decide_bench.cc), so results compare across the two.
-struct GpuModelShare {
-  const char* model;
-  const char* prefix;
-  int64_t memory_mib;
-  int gpus_per_nvlink_domain;
-  double share;
-};
-constexpr GpuModelShare kModels[] = {
-    {"A100-80GB", "a100", 81920, 8, 0.5},
-    {"H100-80GB", "h100", 81920, 8, 0.3},
-    {"L40S", "l40s", 49152, 4, 0.2},
-};
-
-v1::SimulatedCluster MakeCluster(int nodes) {
-  v1::SimulatedCluster cluster;
-  const int racks = (nodes + kNodesPerRack - 1) / kNodesPerRack;
-  for (int rack = 0; rack < racks; ++rack) {
-    const int rack_nodes = std::min(kNodesPerRack, nodes - rack * kNodesPerRack);
-    int remaining = rack_nodes;
-    for (size_t m = 0; m < std::size(kModels); ++m) {
-      const GpuModelShare& model = kModels[m];
-      const int count =
-          m + 1 == std::size(kModels)
-              ? remaining
-              : std::min<int>(remaining, static_cast<int>(std::lround(rack_nodes * model.share)));
-      remaining -= count;
-      if (count == 0) continue;
-      v1::SimulatedNodeGroup* group = cluster.add_groups();
-      group->set_name_prefix("r" + std::to_string(rack) + "-" + model.prefix);
-      group->set_count(count);
-      group->set_cpu_milli(128000);
-      group->set_memory_mib(1024 * 1024);
-      group->set_gpus(kGpusPerNode);
-      group->set_gpu_model(model.model);
-      group->set_gpu_memory_mib(model.memory_mib);
-      group->set_gpus_per_nvlink_domain(model.gpus_per_nvlink_domain);
-      (*group->mutable_labels())["rack"] = "rack-" + std::to_string(rack);
-    }
-  }
-  return cluster;
-}
 
 // The job mix: 70% one whole GPU, 15% a quarter or half of one, 15% two whole GPUs. CPU and
 // memory stay well under a node's per-GPU share, so GPUs are what fills up.
@@ -360,7 +317,7 @@ StatusOr<Json> RunOnce(const ChurnFlags& flags, int run) {
   options.store.path = dir.path() + "/state.db";
   options.store.durable = flags.durable;
   options.default_queue.clear();
-  options.simulated_cluster = MakeCluster(flags.nodes);
+  options.simulated_cluster = MixedGpuCluster(flags.nodes);
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Open(options));
   for (int c = 0; c < flags.clients; ++c) {
     v1::QueueSpec spec;
