@@ -272,8 +272,9 @@ void SchedulerImpl::Post(std::function<void()> fn) {
   ++posted_;
   boost::asio::post(strand_, [this, fn = std::move(fn)] {
     fn();
-    AfterStrandTask();
+    // Counted out before AfterStrandTask, so that posted_ there is the tasks still queued.
     --posted_;
+    AfterStrandTask();
   });
 }
 
@@ -317,6 +318,9 @@ void SchedulerImpl::ArmTimer() {
     return;
   }
   if (!clock_->IsRealTime()) return;  // the manual clock's listener wakes us.
+  // A queued task checks for due timers again when it ends, so while the strand has work the
+  // timer need not be set: re-setting it at every task cost a system call each time.
+  if (posted_.load(std::memory_order_relaxed) > 0) return;
   if (armed_deadline_ && *armed_deadline_ <= *next) return;
   armed_deadline_ = *next;
   timer_.expires_after(std::chrono::microseconds(*next - now));

@@ -107,10 +107,10 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
     waiting_reasons_.Set(job, reason);
   }
 
-  // Runs `fn` on the decision strand, then re-arms the timer.
+  // Runs `fn` on the decision strand, then AfterStrandTask.
   void Post(std::function<void()> fn);
-  // What every strand task does last: re-arm the timer, and make sure the engine writes it
-  // gathered reach the store.
+  // What every strand task does last: run due timers soon (or arm the timer when no other task
+  // is queued), and make sure the engine writes it gathered reach the store.
   void AfterStrandTask();
   // Sends the engine writes gathered so far to the store as one write (strand only).
   void FlushPersists();

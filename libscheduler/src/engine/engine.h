@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/latency_histogram.h"
+#include "engine/earliest_time.h"
 #include "engine/executor.h"
 #include "engine/job_record.h"
 #include "engine/job_update.h"
@@ -292,7 +293,7 @@ class Engine final : public ExecutorEvents {
   std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
-  std::map<int32_t, RunningStarts> preemptible_running_;
+  std::map<int32_t, EarliestTime> preemptible_running_;
   std::map<std::pair<NodeIndexId, int>, v1::GpuState> gpu_health_;  // GPUs with readings.
   uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
   LatencyHistogram reservation_latency_;

@@ -39,12 +39,11 @@ void Engine::SetState(JobRecord& job, v1::JobState state) {
     running_jobs_ += is_running ? 1 : -1;
     queues_.AdjustRunning(job.queue, is_running ? 1 : -1);
     if (job.preemptible && is_running) {
-      RunningStarts& starts = preemptible_running_[job.key.priority];
-      // Jobs start in time order, mostly: the hint makes those inserts constant time.
-      job.preemptible_start = starts.insert(starts.end(), job.start_time_us);
+      preemptible_running_[job.key.priority].Add(job.start_time_us);
+      job.preemptible_start = job.start_time_us;
     } else if (job.preemptible_start) {
-      RunningStarts& starts = preemptible_running_[job.key.priority];
-      starts.erase(*job.preemptible_start);
+      EarliestTime& starts = preemptible_running_[job.key.priority];
+      starts.Remove(*job.preemptible_start);
       job.preemptible_start.reset();
       if (starts.empty()) preemptible_running_.erase(job.key.priority);
     }

@@ -73,7 +73,7 @@ bool Engine::TryPreempt(JobRecord& job) {
   TimestampUs first_eligible = 0;
   for (const auto& [priority, starts] : preemptible_running_) {
     if (priority >= job.key.priority) break;
-    const TimestampUs eligible = *starts.begin() + min_runtime_us;
+    const TimestampUs eligible = starts.Earliest() + min_runtime_us;
     if (eligible <= now) {
       old_enough_runs = true;
       break;

@@ -28,8 +28,6 @@ struct TaskEnd {
   auto operator<=>(const TaskEnd&) const = default;
 };
 using TasksByEnd = std::set<TaskEnd>;
-// Start times of running preemptible jobs of one priority (see Engine::preemptible_running_).
-using RunningStarts = std::multiset<TimestampUs>;
 
 struct PlacedTask {
   int32_t index = 0;
@@ -84,8 +82,8 @@ struct JobRecord {
   TimestampUs last_checkpoint_us = 0;
   TimestampUs preempted_at_us = 0;
   TimestampUs no_preemption_before_us = 0;  // this job's last search hit a guard until then.
-  // Its entry among the running preemptible jobs' starts, while it is one of them.
-  std::optional<RunningStarts::iterator> preemptible_start;
+  // The start time it added to the running preemptible jobs' starts, while it is one of them.
+  std::optional<TimestampUs> preemptible_start;
   TimestampUs reserved_start_us = 0;
   std::vector<NodeIndexId> reserved_nodes;  // of its backfill reservation, if it holds one.
   std::string reason;

@@ -60,16 +60,16 @@ void NodeIndex::Update(const NodeState& node, uint32_t tie_rank) {
   k.model = node.model();
   const bool schedulable = node.Schedulable();
   const int64_t cpu = schedulable ? node.cpu_free() : -1;
-  if (cpu != k.cpu || cpu != k.cpu_wanted) {
+  const int64_t cpu_sparing =
+      gpu_sparing_ && schedulable ? (GpuBucket(node) << kBucketShift) + node.cpu_free() : -1;
+  if (cpu != k.cpu || cpu != k.cpu_wanted || cpu_sparing != k.cpu_sparing ||
+      cpu_sparing != k.cpu_sparing_wanted) {
     k.cpu_wanted = cpu;
+    k.cpu_sparing_wanted = cpu_sparing;
     if (!k.cpu_dirty) {
       k.cpu_dirty = true;
       cpu_dirty_.push_back(id);
     }
-  }
-  if (gpu_sparing_) {
-    Move(&cpu_sparing_, k.cpu_sparing, k.cpu_sparing_at,
-         schedulable ? (GpuBucket(node) << kBucketShift) + node.cpu_free() : -1, tie);
   }
   if (node.model() >= 0) {
     Move(WholeIndex(node.model()), k.whole, k.whole_at,
@@ -84,6 +84,7 @@ void NodeIndex::FlushCpu() const {
     Keys& k = keys_[id];
     k.cpu_dirty = false;
     Move(&cpu_, k.cpu, k.cpu_at, k.cpu_wanted, k.tie);
+    Move(&cpu_sparing_, k.cpu_sparing, k.cpu_sparing_at, k.cpu_sparing_wanted, k.tie);
   }
   cpu_dirty_.clear();
 }

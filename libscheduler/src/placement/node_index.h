@@ -66,7 +66,8 @@ class NodeIndex {
     Entries::iterator share_at;
     Entries::iterator cpu_at;
     Entries::iterator cpu_sparing_at;
-    int64_t cpu_wanted = -1;  // the CPU key to move to at the next FlushCpu.
+    int64_t cpu_wanted = -1;          // the CPU key to move to at the next FlushCpu.
+    int64_t cpu_sparing_wanted = -1;  // likewise for the GPU-sparing order.
     bool cpu_dirty = false;
   };
   static constexpr int kBucketShift = 40;  // free cpu in milli stays far below 2^40.
@@ -82,20 +83,20 @@ class NodeIndex {
   template <typename Visitor>
   static bool VisitEntries(const Entries& entries, int64_t need, IndexOrder order, Visitor&& visit);
 
-  // Brings the CPU order up to date (see cpu_).
+  // Brings the CPU orders up to date (see cpu_).
   void FlushCpu() const;
 
-  // Mutable: only the CPU order is kept lazily, below.
+  // Mutable: only the CPU orders are kept lazily, below.
   mutable std::vector<Keys> keys_;  // by node id.
   // Deques: growing them keeps the sets (and the iterators into them) in place.
   std::deque<Entries> whole_by_model_;
   std::deque<Entries> share_by_model_;
-  // Every placement and release changes a node's free CPU, but only CPU-only tasks read this
-  // order: it is brought up to date when one is placed, not at each change.
+  // Every placement and release changes a node's free CPU, but only CPU-only tasks read these
+  // orders: they are brought up to date when one is placed, not at each change.
   mutable Entries cpu_;
   mutable std::vector<NodeIndexId> cpu_dirty_;
   bool gpu_sparing_ = false;
-  Entries cpu_sparing_;  // by GpuBucket, then free cpu.
+  mutable Entries cpu_sparing_;  // by GpuBucket, then free cpu.
 };
 
 template <typename Visitor>
@@ -121,6 +122,7 @@ void NodeIndex::Visit(const TaskShape& shape, int model, IndexOrder order, Visit
       VisitEntries(cpu_, shape.cpu_milli, order, visit);
       return;
     }
+    FlushCpu();
     // Each bucket from the tightest cpu that fits up to the bucket's end.
     for (auto it = cpu_sparing_.begin(); it != cpu_sparing_.end();) {
       const int64_t bucket = it->first >> kBucketShift;

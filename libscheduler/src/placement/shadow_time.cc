@@ -15,6 +15,8 @@ int TasksThatFit(const NodeState& node, const TaskShape& shape) {
   if (shape.whole_gpus() && !shape.same_nvlink && shape.gpu_memory_mib == 0) {
     return static_cast<int>(std::min<int64_t>(host, node.whole_free_gpus() / shape.gpu_count));
   }
+  // On a full cluster most nodes fit no task at all: say so without copying the node.
+  if (!node.Fits(shape)) return 0;
   NodeState copy = node;
   int fit = 0;
   while (fit < NodeState::kMaxGpus * 64) {
@@ -54,9 +56,11 @@ std::optional<ShadowPlan> PlanShadowStart(const Cluster& cluster, const TaskShap
   int total = 0;
   int best_single = 0;
   for (const NodeState& n : cluster.nodes()) {
-    if (!usable(n)) continue;
+    // Fit first: on a full cluster it is cheap and almost always zero, which makes asking
+    // `usable` unnecessary.
     const int f = TasksThatFit(n, shape);
-    if (f > 0) fit[n.id()] = f;
+    if (f == 0 || !usable(n)) continue;
+    fit[n.id()] = f;
     total += f;
     best_single = std::max(best_single, f);
   }
