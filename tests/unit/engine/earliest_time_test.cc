@@ -26,6 +26,22 @@ TEST_CASE("earliest time: removing the earliest reveals the next, duplicates cou
   CHECK(times.empty());
 }
 
+TEST_CASE("earliest time: removals behind a time that stays do not pile up") {
+  EarliestTime times;
+  times.Add(0);  // a job that runs for months.
+  for (TimestampUs t = 1; t <= 100'000; ++t) {
+    times.Add(t);
+    times.Add(t);
+    times.Remove(t);
+    if (t % 2 == 0) times.Remove(t);  // every other time stays once.
+  }
+  CHECK(times.Earliest() == 0);
+  // 50,001 live times; without matching up, 350,001 would be held.
+  CHECK(times.held() <= 3 * 50'001);
+  times.Remove(0);
+  CHECK(times.Earliest() == 1);
+}
+
 TEST_CASE("earliest time: agrees with a multiset on random work") {
   std::mt19937_64 random(7);
   EarliestTime times;
