@@ -23,6 +23,18 @@ v1::SimulatedCluster MigAndVgpu() {
   return cluster;
 }
 
+// One H100-80GB node whose one GPU the scheduler may re-partition, now a single 7g instance.
+v1::SimulatedCluster ManagedH100As7g() {
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* group = AddGroup(cluster, "h100", 1, 1, "H100-80GB");
+  group->set_sharing(v1::GPU_SHARING_MIG);
+  group->set_mig_managed(true);
+  v1::MigInstance* whole = group->add_mig_instances();
+  whole->set_profile("7g.80gb");
+  whole->set_start(0);
+  return cluster;
+}
+
 TEST_CASE("gpu sharing: MIG profile requests take instances and count 3/7 of a GPU each") {
   auto t = OpenCluster(MigAndVgpu());
   Scheduler* s = t.scheduler.get();
@@ -175,13 +187,7 @@ namespace {
 using namespace testing;
 
 TEST_CASE("gpu sharing: managed MIG GPUs are re-partitioned for waiting jobs, busy ones kept") {
-  v1::SimulatedCluster cluster;
-  v1::SimulatedNodeGroup* group = AddGroup(cluster, "h100", 1, 1, "H100-80GB");
-  group->set_sharing(v1::GPU_SHARING_MIG);
-  group->set_mig_managed(true);
-  v1::MigInstance* whole = group->add_mig_instances();
-  whole->set_profile("7g.80gb");
-  whole->set_start(0);
+  v1::SimulatedCluster cluster = ManagedH100As7g();
   auto t = OpenCluster(cluster);
   Scheduler* s = t.scheduler.get();
 
@@ -247,13 +253,7 @@ namespace {
 using namespace testing;
 
 TEST_CASE("gpu sharing: a busy MIG instance of a lower-priority job is drained to re-partition") {
-  v1::SimulatedCluster cluster;
-  v1::SimulatedNodeGroup* group = AddGroup(cluster, "h100", 1, 1, "H100-80GB");
-  group->set_sharing(v1::GPU_SHARING_MIG);
-  group->set_mig_managed(true);
-  v1::MigInstance* whole = group->add_mig_instances();
-  whole->set_profile("7g.80gb");
-  whole->set_start(0);
+  v1::SimulatedCluster cluster = ManagedH100As7g();
   auto t = OpenCluster(cluster);
   Scheduler* s = t.scheduler.get();
 
@@ -291,13 +291,7 @@ TEST_CASE("gpu sharing: a busy MIG instance of a lower-priority job is drained t
 }
 
 TEST_CASE("gpu sharing: what a MIG drain frees is held for the job that drained it") {
-  v1::SimulatedCluster cluster;
-  v1::SimulatedNodeGroup* group = AddGroup(cluster, "h100", 1, 1, "H100-80GB");
-  group->set_sharing(v1::GPU_SHARING_MIG);
-  group->set_mig_managed(true);
-  v1::MigInstance* whole = group->add_mig_instances();
-  whole->set_profile("7g.80gb");
-  whole->set_start(0);
+  v1::SimulatedCluster cluster = ManagedH100As7g();
   AddGroup(cluster, "plain", 1, 1, "A100-80GB");
   auto t = OpenCluster(cluster);
   Scheduler* s = t.scheduler.get();
