@@ -435,7 +435,7 @@ void SchedulerImpl::FlushPersists() {
           }
         });
       },
-      /*isolated=*/false);
+      store::WriteKind::kTransition);
 }
 
 void SchedulerImpl::InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) {

@@ -33,29 +33,34 @@ GroupCommit::~GroupCommit() {
   thread_.join();
 }
 
-void GroupCommit::Enqueue(WriteFn fn, WriteDone done, bool isolated) {
+void GroupCommit::Enqueue(WriteFn fn, WriteDone done, WriteKind kind) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(fn), std::move(done), isolated});
-    ++enqueued_;
+    Lane& lane = LaneOf(kind);
+    lane.waiting.push_back({std::move(fn), std::move(done), kind});
+    ++lane.enqueued;
   }
   wake_.notify_one();
 }
 
 void GroupCommit::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  const uint64_t target = enqueued_;
-  finished_.wait(lock, [&] { return completed_ >= target; });
+  const uint64_t transitions = transitions_.enqueued;
+  const uint64_t requests = requests_.enqueued;
+  finished_.wait(lock, [&] {
+    return transitions_.completed >= transitions && requests_.completed >= requests;
+  });
 }
 
 bool GroupCommit::Idle() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return completed_ == enqueued_;
+  return transitions_.completed == transitions_.enqueued &&
+         requests_.completed == requests_.enqueued;
 }
 
 uint64_t GroupCommit::enqueued() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return enqueued_;
+  return transitions_.enqueued + requests_.enqueued;
 }
 
 GroupCommitStats GroupCommit::stats() const {
@@ -70,24 +75,27 @@ void GroupCommit::Run() {
     std::deque<Op> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained.
+      wake_.wait(lock, [&] { return stopping_ || WaitingLocked() > 0; });
+      if (WaitingLocked() == 0) return;  // stopping and drained.
       // Writers that wait for each commit before sending the next write arrive a few
       // microseconds apart after each commit. When fewer are queued than the last batch held,
       // wait briefly for the rest, so they share one fsync instead of needing two.
-      if (queue_.size() < last_batch && !stopping_) {
-        wake_.wait_for(lock, kGatherWait, [&] { return stopping_ || queue_.size() >= last_batch; });
+      if (WaitingLocked() < last_batch && !stopping_) {
+        wake_.wait_for(lock, kGatherWait,
+                       [&] { return stopping_ || WaitingLocked() >= last_batch; });
       }
-      while (!queue_.empty() && batch.size() < max_batch_) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      for (Lane* lane : {&transitions_, &requests_}) {
+        while (!lane->waiting.empty() && batch.size() < max_batch_) {
+          batch.push_back(std::move(lane->waiting.front()));
+          lane->waiting.pop_front();
+        }
       }
     }
     last_batch = batch.size();
     RunBatch(batch);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      completed_ += batch.size();
+      for (const Op& op : batch) ++LaneOf(op.kind).completed;
     }
     finished_.notify_all();
   }
@@ -97,7 +105,7 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Status> results(batch.size());
   const uint64_t seq_at_start = next_event_seq_;
-  // First without savepoints; only if an isolated write fails after changing something is the
+  // First without savepoints; only if a request fails after changing something is the
   // batch rolled back and run again with one savepoint per write.
   Status batch_status;
   if (!TryBatch(batch, /*savepoints=*/false, results, batch_status)) {
@@ -129,7 +137,7 @@ bool GroupCommit::TryBatch(std::deque<Op>& batch, bool savepoints, std::vector<S
 
   batch_status = db_.ExecCached(kBegin);
   for (size_t i = 0; i < batch.size() && batch_status.ok(); ++i) {
-    if (!batch[i].isolated) {
+    if (batch[i].kind == WriteKind::kTransition) {
       batch_status = batch[i].fn(txn);
       if (batch_status.ok() && !db_.InTransaction()) {
         batch_status = InternalError("store: transaction lost");

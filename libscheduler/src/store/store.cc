@@ -202,8 +202,8 @@ Status Store::LoadLiveJobs(const std::function<void(v1::Job&& job)>& visit) {
   }
 }
 
-void Store::Write(WriteFn fn, WriteDone done, bool isolated) {
-  writer_->Enqueue(std::move(fn), std::move(done), isolated);
+void Store::Write(WriteFn fn, WriteDone done, WriteKind kind) {
+  writer_->Enqueue(std::move(fn), std::move(done), kind);
 }
 
 Status Store::WriteAndWait(WriteFn fn) {

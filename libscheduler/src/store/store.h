@@ -49,8 +49,8 @@ class Store {
   Status LoadLiveJobs(const std::function<void(v1::Job&& job)>& visit);
 
   // --- Writing.
-  // `isolated`: see GroupCommit.
-  void Write(WriteFn fn, WriteDone done, bool isolated = true);
+  // `kind`: see GroupCommit (a request may fail alone; transitions go first).
+  void Write(WriteFn fn, WriteDone done, WriteKind kind = WriteKind::kRequest);
   // Write and wait for the outcome.
   Status WriteAndWait(WriteFn fn);
   void Flush() { writer_->Flush(); }

@@ -1,5 +1,6 @@
-// Group commit: concurrent writers share commits, writes apply in FIFO order, Flush waits for
-// them, and a failing write in a batch leaves no trace while its neighbours commit.
+// Group commit: concurrent writers share commits, writes apply in FIFO order (the engine's
+// transitions ahead of waiting requests), Flush waits for them, and a failing write in a batch
+// leaves no trace while its neighbours commit.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -108,6 +109,51 @@ TEST_CASE("store: writes are applied and acknowledged in FIFO order") {
     CHECK(jobs[i].idempotency_key() == std::to_string(i));
     CHECK(events[i].job_id() == ids[i]);
   }
+}
+
+TEST_CASE("store: a transition goes ahead of the requests waiting before it") {
+  TempDir dir;
+  StoreOptions options = OptionsIn(dir);
+  options.max_batch = 8;  // so that the requests need several batches.
+  std::unique_ptr<Store> store = OpenStore(options);
+  const uint64_t job = InsertJob(*store, MakeJob("q"));
+  Gate gate;
+  store->Write(gate.Op(), nullptr);
+  gate.WaitStarted();
+
+  // While the writer is held: 40 requests, then one transition (a job's status change).
+  std::mutex mu;
+  std::vector<std::string> acknowledged;
+  auto record = [&](std::string name) {
+    return [&, name](const Status& status) {
+      std::lock_guard<std::mutex> lock(mu);
+      acknowledged.push_back(status.ok() ? name : name + " failed");
+    };
+  };
+  constexpr int kRequests = 40;
+  for (int i = 0; i < kRequests; ++i) {
+    store->Write(InsertJobOp(MakeJob("q", v1::PENDING, std::to_string(i))),
+                 record("request " + std::to_string(i)));
+  }
+  v1::JobStatus running;
+  running.set_state(v1::RUNNING);
+  store->Write([&](WriteTransaction& txn) { return txn.UpdateJobStatus(job, running, 2); },
+               record("transition"), WriteKind::kTransition);
+  CHECK_FALSE(store->Idle());
+  gate.Release();
+  store->Flush();  // waits for both kinds.
+
+  CHECK(store->Idle());
+  REQUIRE(acknowledged.size() == kRequests + 1);
+  // Without the two kinds it would have waited for five batches of requests.
+  CHECK(acknowledged.front() == "transition");
+  for (int i = 0; i < kRequests; ++i) {
+    CHECK(acknowledged[static_cast<size_t>(i) + 1] == "request " + std::to_string(i));
+  }
+  StatusOr<v1::Job> stored = store->GetJob(job);
+  REQUIRE(stored.ok());
+  CHECK(stored->status().state() == v1::RUNNING);
+  CHECK(AllJobs(*store).size() == kRequests + 1);
 }
 
 TEST_CASE("store: Flush waits for every write enqueued before it") {

@@ -158,7 +158,7 @@ TEST_CASE("store: deferred statuses: the last one of each job reaches its row") 
         outcome = status;
         cv.notify_one();
       },
-      /*isolated=*/false);
+      WriteKind::kTransition);
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return outcome.has_value(); });
