@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench_util.h"
+#include "tessera/status.h"
 
 namespace tessera::bench {
 
@@ -20,8 +21,13 @@ struct DecideFlags {
   // when >= 0, PlacementOptions::max_candidates.
   std::string strategy = "default";
   int candidates = -1;
+  // Where job state goes: "memory" (an in-memory store: decisions, not fsync), "file" (a SQLite
+  // file in a temporary directory, no fsync) or "durable" (a file, fsync per commit, as churn).
+  std::string store = "memory";
 };
 int RunDecide(const DecideFlags& flags);
+// One decide run (numbered `run` in progress output): its result line, not printed.
+StatusOr<Json> RunDecideOnce(const DecideFlags& flags, int run);
 
 // submit: acknowledged submissions per second through the public API (submit_bench.cc).
 struct SubmitFlags {
@@ -94,6 +100,10 @@ struct ChurnFlags {
   int clients = 4;           // client threads, one leaf queue each.
   double utilization = 0.9;  // target allocated GPU share in steady state.
   bool durable = true;       // fsync each commit.
+  // Before each run, a decide run on the same cluster (10 jobs per node, 100 queues) and the
+  // same store settings, so that the two rates are compared on the same machine at the same
+  // time: decide_ratio = decide's decisions/s over churn's sustained decisions/s.
+  bool vs_decide = false;
 };
 int RunChurn(const ChurnFlags& flags);
 

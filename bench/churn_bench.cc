@@ -39,6 +39,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -504,15 +505,44 @@ StatusOr<Json> RunOnce(const ChurnFlags& flags, int run) {
   return result;
 }
 
+// The decide run paired with a churn run: the same cluster and store settings, 10 pending jobs
+// per node in 100 queues (decide's standard sizes: 5,000 nodes, 50,000 jobs).
+DecideFlags PairedDecide(const ChurnFlags& flags) {
+  DecideFlags decide;
+  decide.common.seed = flags.common.seed;
+  decide.nodes = flags.nodes;
+  decide.jobs = 10 * flags.nodes;
+  decide.queues = 100;
+  decide.store = flags.durable ? "durable" : "file";
+  return decide;
+}
+
 }  // namespace
 
 int RunChurn(const ChurnFlags& flags) {
   std::vector<Json> runs;
   for (int run = 1; run <= flags.common.repeat; ++run) {
+    std::optional<double> decide_rate;
+    if (flags.vs_decide) {
+      StatusOr<Json> decide = RunDecideOnce(PairedDecide(flags), run);
+      if (!decide.ok()) {
+        std::cerr << "churn: the paired decide run: " << decide.status() << '\n';
+        return 1;
+      }
+      decide_rate = decide->at("decisions_per_s").get<double>();
+    }
     StatusOr<Json> result = RunOnce(flags, run);
     if (!result.ok()) {
       std::cerr << "churn: " << result.status() << '\n';
       return 1;
+    }
+    if (decide_rate) {
+      const double churn_rate = result->at("sustained_decisions_per_s").get<double>();
+      (*result)["decide_decisions_per_s"] = *decide_rate;
+      (*result)["decide_ratio"] = churn_rate > 0 ? *decide_rate / churn_rate : 0.0;
+      Progress("churn run " + std::to_string(run) + ": decide " + std::to_string(*decide_rate) +
+               "/s, churn " + std::to_string(churn_rate) + "/s, ratio " +
+               std::to_string(result->at("decide_ratio").get<double>()));
     }
     runs.push_back(*result);
   }
@@ -520,6 +550,17 @@ int RunChurn(const ChurnFlags& flags) {
   Json delay_runs = Json::array();
   for (const Json& run : runs) delay_runs.push_back(run.at("added_delay_p99_ms"));
   summary["added_delay_p99_ms_runs"] = delay_runs;
+  if (flags.vs_decide) {
+    // The median of the per-run ratios (Summarize's decide_ratio), and each pair.
+    Json decide_runs = Json::array();
+    Json ratio_runs = Json::array();
+    for (const Json& run : runs) {
+      decide_runs.push_back(run.at("decide_decisions_per_s"));
+      ratio_runs.push_back(run.at("decide_ratio"));
+    }
+    summary["decide_decisions_per_s_runs"] = decide_runs;
+    summary["decide_ratio_runs"] = ratio_runs;
+  }
   EmitJsonLine(summary);
   PrintTable(summary, {"nodes",
                        "rate",
@@ -542,7 +583,9 @@ int RunChurn(const ChurnFlags& flags) {
                        "process_cpu_pct",
                        "decide_thread_us_per_decision",
                        "store_thread_us_per_decision",
-                       "pending_at_end"});
+                       "pending_at_end",
+                       "decide_decisions_per_s",
+                       "decide_ratio"});
   return summary.value("submit_failures", 0) > 0 ? 1 : 0;
 }
 

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -145,10 +146,18 @@ int64_t SubmitAll(Scheduler& scheduler, int jobs, int window, std::mt19937_64& r
   return failed;
 }
 
-StatusOr<Json> RunOnce(const DecideFlags& flags, int run) {
+}  // namespace
+
+StatusOr<Json> RunDecideOnce(const DecideFlags& flags, int run) {
   std::mt19937_64 rng(flags.common.seed);
   Options options;
-  options.store.path.clear();  // temporary, non-durable: this measures decisions, not fsync.
+  // By default in memory: this measures decisions, not fsync.
+  std::optional<ScratchDir> dir;
+  if (flags.store != "memory") {
+    dir.emplace("tessera-bench-decide");
+    options.store.path = dir->path() + "/state.db";
+    options.store.durable = flags.store == "durable";
+  }
   options.engine.start_paused = true;
   options.default_queue.clear();  // only the benchmark's hierarchy.
   options.simulated_cluster = MixedGpuCluster(flags.nodes);
@@ -203,6 +212,7 @@ StatusOr<Json> RunOnce(const DecideFlags& flags, int run) {
       {"queues", flags.queues},
       {"queues_total", static_cast<int64_t>(queues.specs.size())},
       {"strategy", StrategyName(options.placement.strategy)},
+      {"store", flags.store},
       {"max_candidates", options.placement.max_candidates},
       {"seed", flags.common.seed},
       // End to end: from ResumeDecisions until every placement is durable and its tasks run.
@@ -243,12 +253,10 @@ StatusOr<Json> RunOnce(const DecideFlags& flags, int run) {
   return result;
 }
 
-}  // namespace
-
 int RunDecide(const DecideFlags& flags) {
   std::vector<Json> runs;
   for (int run = 1; run <= flags.common.repeat; ++run) {
-    StatusOr<Json> result = RunOnce(flags, run);
+    StatusOr<Json> result = RunDecideOnce(flags, run);
     if (!result.ok()) {
       std::cerr << "decide: " << result.status() << '\n';
       return 1;

@@ -67,6 +67,9 @@ int Main(int argc, char** argv) {
   decide_cmd->add_option("--submit-window", decide.submit_window, "submits in flight while loading")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  decide_cmd->add_option("--store", decide.store, "job state: memory, file (no fsync) or durable")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"memory", "file", "durable"}));
 
   SubmitFlags submit;
   CLI::App* submit_cmd =
@@ -173,6 +176,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 1.0));
   churn_cmd->add_option("--durable", churn.durable, "fsync each commit (true|false)")
       ->capture_default_str();
+  churn_cmd->add_flag("--vs-decide", churn.vs_decide,
+                      "before each run, a decide run on the same cluster and store settings; "
+                      "reports decide_ratio");
 
   // The child half of `recover`; an empty group hides it from --help.
   RecoverMeasureFlags measure;
