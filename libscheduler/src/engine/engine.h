@@ -187,11 +187,17 @@ class Engine final : public ExecutorEvents {
   static constexpr int kBackfillMissesPerQueue = 8;
 
   void Decide(QueueId leaf, JobRecord& job);
+  enum class PlaceAttempt { kPlaced, kOverQuota, kDoesNotFit };
   // Places `job` if quotas and capacity allow. On failure, Decide blocks the queue and may
   // reserve; holders and backfill candidates just stay pending.
-  bool TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_reserve);
+  PlaceAttempt TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_reserve);
   void PlaceReservationHolders();
   void Backfill();
+  // Whether backfill may try `job` (pending, not first in its queue): not in a strict queue
+  // without a time limit, and not holding a reservation.
+  bool BackfillMayTry(QueueId leaf, const JobRecord& job);
+  // Tries the jobs in arrived_behind_blocked_ (when no full backfill pass ran).
+  void BackfillArrivals();
   void PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result);
 
   // engine_reservations.cc
@@ -288,6 +294,10 @@ class Engine final : public ExecutorEvents {
   int managed_mig_gpus_ = 0;  // present GPUs whose MIG layout the scheduler may change.
   bool capacity_freed_ = false;
   bool backfill_due_ = false;
+  // Jobs that became pending behind a queue head that does not fit, since the last backfill
+  // pass: each is tried as a backfill candidate at the end of the next pass, so a small job
+  // need not wait for a release to use capacity that is idle now.
+  std::vector<uint64_t> arrived_behind_blocked_;
   bool growth_due_ = false;                 // capacity freed or an elastic job started.
   std::set<uint64_t> elastic_jobs_;         // running elastic jobs.
   std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.

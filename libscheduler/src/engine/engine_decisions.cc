@@ -41,7 +41,10 @@ bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
     if (!leaf) {
       if (backfill_due_) {
         backfill_due_ = false;
+        arrived_behind_blocked_.clear();  // the pass looks at them too.
         Backfill();
+      } else if (!arrived_behind_blocked_.empty()) {
+        BackfillArrivals();
       }
       PlanReservation();
       // What no pending job could use is idle: elastic jobs may grow into it.
@@ -107,26 +110,50 @@ void Engine::Backfill() {
     return false;
   };
   for (QueueId leaf : queues_.LeavesWithPending()) {
-    const bool strict = queues_.Spec(leaf).queueing() == v1::STRICT_FIFO;
     int misses = 0;
     for (const PendingKey& key : queues_.PendingJobs(leaf, kBackfillDepthPerQueue)) {
       if (tried >= kBackfillAttemptsPerPass) return;
       if (misses >= kBackfillMissesPerQueue) break;
       JobRecord& job = jobs_.at(key.job_id);
-      if ((strict && job.time_limit_us <= 0) || reservations_.Find(job.id)) continue;
+      if (!BackfillMayTry(leaf, job)) continue;
       const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
       if (failed_before(job, min_tasks, /*twins_only=*/true)) continue;
       ++tried;
       if (failed_before(job, min_tasks, /*twins_only=*/false)) {
         ++misses;
-      } else if (TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false)) {
-        misses = 0;
-      } else {
-        ++misses;
-        if (failed.size() < 64) {
-          failed.push_back({job.shape, min_tasks, job.time_limit_us, job.same_node});
-        }
+        continue;
       }
+      const PlaceAttempt attempt = TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false);
+      if (attempt == PlaceAttempt::kPlaced) {
+        misses = 0;
+        continue;
+      }
+      ++misses;
+      // Only the cluster's refusal says anything about other queues' jobs: a quota is the
+      // queue's own.
+      if (attempt == PlaceAttempt::kDoesNotFit && failed.size() < 64) {
+        failed.push_back({job.shape, min_tasks, job.time_limit_us, job.same_node});
+      }
+    }
+  }
+}
+
+bool Engine::BackfillMayTry(QueueId leaf, const JobRecord& job) {
+  const bool strict = queues_.Spec(leaf).queueing() == v1::STRICT_FIFO;
+  return !(strict && job.time_limit_us <= 0) && !reservations_.Find(job.id);
+}
+
+void Engine::BackfillArrivals() {
+  std::vector<uint64_t> arrivals;
+  arrivals.swap(arrived_behind_blocked_);
+  for (uint64_t id : arrivals) {
+    JobRecord* job = FindJob(id);
+    // Placed, cancelled or first in line since (the head is the decision loop's).
+    if (!job || !job->in_pending || !queues_.IsBlocked(job->queue)) continue;
+    const std::optional<PendingKey> head = queues_.Head(job->queue);
+    if (head && head->job_id == id) continue;
+    if (BackfillMayTry(job->queue, *job)) {
+      TryPlace(job->queue, *job, /*on_failure_block_and_reserve=*/false);
     }
   }
 }
@@ -135,7 +162,8 @@ void Engine::Decide(QueueId leaf, JobRecord& job) {
   TryPlace(leaf, job, /*on_failure_block_and_reserve=*/true);
 }
 
-bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_reserve) {
+Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
+                                      bool on_failure_block_and_reserve) {
   const bool first_start = job.PlacedTasks() == 0;
   const int min_tasks = first_start ? job.gang_min : 1;
   const int max_tasks = job.wanted_tasks - job.PlacedTasks();
@@ -152,7 +180,7 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
                                     ResourceName(v ? v->resource : 0));
       queues_.BlockOnQuota(leaf, blocker);
     }
-    return false;
+    return PlaceAttempt::kOverQuota;
   }
 
   // Nodes reserved for another job are open to this one only if it ends before they are needed.
@@ -172,9 +200,9 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
       // planning it waits for the end of the pass, so a decision stays cheap.
       // A job that preempts waits aside, with the freed nodes reserved for it; the next job
       // of its queue may then try, so the queue is not blocked.
-      if (TryPreempt(job)) return false;
+      if (TryPreempt(job)) return PlaceAttempt::kDoesNotFit;
       if (managed_mig_gpus_ > 0 && job.shape.fractional_gpu() && DrainMigFor(job, min_tasks)) {
-        return false;
+        return PlaceAttempt::kDoesNotFit;
       }
       if (options_.engine.max_reservations > 0 && reservation_candidate_ == 0) {
         reservation_candidate_ = job.id;
@@ -183,10 +211,10 @@ bool Engine::TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_re
       // Jobs behind this head may fit where it does not.
       if (queues_.PendingCount(leaf) > 1) backfill_due_ = true;
     }
-    return false;
+    return PlaceAttempt::kDoesNotFit;
   }
   PlaceResult(leaf, job, std::move(result));
-  return true;
+  return PlaceAttempt::kPlaced;
 }
 
 void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {

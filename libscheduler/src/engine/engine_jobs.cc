@@ -65,6 +65,9 @@ void Engine::AddPending(JobRecord& job) {
   if (job.in_pending) return;
   queues_.AddPending(job.queue, job.key);
   job.in_pending = true;
+  // Still blocked: the job is not the head (a new head unblocks its queue), so only backfill
+  // looks at it before capacity is freed.
+  if (queues_.IsBlocked(job.queue)) arrived_behind_blocked_.push_back(job.id);
   host_.RequestDecisions();
 }
 
