@@ -41,7 +41,7 @@ TEST_CASE("daemon config: no file means the embedded defaults") {
   StatusOr<v1::DaemonConfig> config = LoadDaemonConfig("");
   REQUIRE(config.ok());
   CHECK(config->store().path() == "./var/tessera.db");
-  CHECK(config->store().max_batch() == 1024);
+  CHECK(config->store().max_batch() == 4096);
   CHECK(config->server().listen() == "127.0.0.1:8080");
   CHECK(config->server().max_request_bytes() == 1048576);
   CHECK(config->auth().tokens_size() == 0);
