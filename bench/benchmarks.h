@@ -100,9 +100,10 @@ struct ChurnFlags {
   int clients = 4;           // client threads, one leaf queue each.
   double utilization = 0.9;  // target allocated GPU share in steady state.
   bool durable = true;       // fsync each commit.
-  // Before each run, a decide run on the same cluster (10 jobs per node, 100 queues) and the
-  // same store settings, so that the two rates are compared on the same machine at the same
-  // time: decide_ratio = decide's decisions/s over churn's sustained decisions/s.
+  // Before each run, decide on the same cluster (10 jobs per node, 100 queues; the median of
+  // three runs) and the same store settings, so that the two rates are compared on the same
+  // machine at the same time: decide_ratio = decide's decisions/s over churn's sustained
+  // decisions/s.
   bool vs_decide = false;
 };
 int RunChurn(const ChurnFlags& flags);
