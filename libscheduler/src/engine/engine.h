@@ -47,6 +47,8 @@
 
 namespace tessera {
 
+class FailedShapes;
+
 class EngineHost {
  public:
   virtual ~EngineHost() = default;
@@ -196,6 +198,13 @@ class Engine final : public ExecutorEvents {
   // Whether backfill may try `job` (pending, not first in its queue): not in a strict queue
   // without a time limit, and not holding a reservation.
   bool BackfillMayTry(QueueId leaf, const JobRecord& job);
+  // Tries `job` as a backfill candidate, unless `failed` shows it cannot fit; a failure for
+  // want of room is added to `failed`. True when placed.
+  bool TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed);
+  // Tasks that must start together for `job` to make progress: its gang minimum at first.
+  static int MinTasksToPlace(const JobRecord& job) {
+    return job.PlacedTasks() == 0 ? job.gang_min : 1;
+  }
   // Tries the jobs in arrived_behind_blocked_ (when no full backfill pass ran).
   void BackfillArrivals();
   void PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result);

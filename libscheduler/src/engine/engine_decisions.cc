@@ -4,28 +4,9 @@
 
 #include <cstdio>
 
+#include "engine/failed_shapes.h"
+
 namespace tessera {
-namespace {
-
-// True when a task of shape `a` needs at least what one of shape `b` needs, in a way placement
-// is monotone in: the same GPU ask (so the node index offers the same nodes, in the same order,
-// up to the same visit limit) and no less cpu or memory (so every node that refuses `b` refuses
-// `a`). CPU-only tasks are indexed by cpu, so for them only an equal shape counts.
-bool NeedsAtLeast(const TaskShape& a, const TaskShape& b) {
-  if (!b.needs_gpu()) return a == b;
-  if (a.cpu_milli < b.cpu_milli || a.memory_mib < b.memory_mib) return false;
-  // The usual difference first, before the copy below.
-  if (a.gpu_count != b.gpu_count || a.gpu_milli != b.gpu_milli || a.models != b.models) {
-    return false;
-  }
-  TaskShape same_host_ask = a;
-  same_host_ask.cpu_milli = b.cpu_milli;
-  same_host_ask.memory_mib = b.memory_mib;
-  return same_host_ask == b;
-}
-
-}  // namespace
-
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
   if (paused_ || store_degraded_) return false;
   if (capacity_freed_) {
@@ -85,30 +66,7 @@ void Engine::Backfill() {
   // only jobs that promise to end (a time limit). On nodes reserved whole for another job, a
   // job goes only if it ends before the reservation starts (the filter checks).
   int tried = 0;
-  // A shape that did not fit once this pass will not fit again for as many tasks and as long a
-  // time limit (a shorter limit may still fit on reserved nodes): its twins are skipped for
-  // free. Nor will a shape that asks for the same GPUs and more cpu or memory; such a job counts
-  // as tried and missed, as it would have, without its placement search. (On a full cluster most
-  // backfill candidates fail, churned jobs ask for cpu and memory at random, so twins are rare,
-  // and each failure was a search.)
-  struct Failed {
-    TaskShape shape;
-    int min_tasks;
-    int64_t limit_us;  // 0: none, i.e. longest.
-    bool same_node;    // all tasks on one node: harder to place than the same tasks spread.
-  };
-  std::vector<Failed> failed;
-  auto longer_or_equal = [](int64_t a, int64_t b) { return a == 0 || (b != 0 && a >= b); };
-  auto failed_before = [&](const JobRecord& job, int min_tasks, bool twins_only) {
-    for (const Failed& f : failed) {
-      if (f.min_tasks <= min_tasks && longer_or_equal(job.time_limit_us, f.limit_us) &&
-          (!f.same_node || job.same_node) &&
-          (twins_only ? job.shape == f.shape : NeedsAtLeast(job.shape, f.shape))) {
-        return true;
-      }
-    }
-    return false;
-  };
+  FailedShapes failed;
   for (QueueId leaf : queues_.LeavesWithPending()) {
     int misses = 0;
     for (const PendingKey& key : queues_.PendingJobs(leaf, kBackfillDepthPerQueue)) {
@@ -116,26 +74,25 @@ void Engine::Backfill() {
       if (misses >= kBackfillMissesPerQueue) break;
       JobRecord& job = jobs_.at(key.job_id);
       if (!BackfillMayTry(leaf, job)) continue;
-      const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
-      if (failed_before(job, min_tasks, /*twins_only=*/true)) continue;
+      // A twin of a failure is skipped for free; a job needing more counts as tried and missed,
+      // as it would have been, without its search.
+      if (failed.HasTwinOf(job, MinTasksToPlace(job))) continue;
       ++tried;
-      if (failed_before(job, min_tasks, /*twins_only=*/false)) {
-        ++misses;
-        continue;
-      }
-      const PlaceAttempt attempt = TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false);
-      if (attempt == PlaceAttempt::kPlaced) {
+      if (TryBackfill(leaf, job, failed)) {
         misses = 0;
-        continue;
-      }
-      ++misses;
-      // Only the cluster's refusal says anything about other queues' jobs: a quota is the
-      // queue's own.
-      if (attempt == PlaceAttempt::kDoesNotFit && failed.size() < 64) {
-        failed.push_back({job.shape, min_tasks, job.time_limit_us, job.same_node});
+      } else {
+        ++misses;
       }
     }
   }
+}
+
+bool Engine::TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed) {
+  const int min_tasks = MinTasksToPlace(job);
+  if (failed.Covers(job, min_tasks)) return false;
+  const PlaceAttempt attempt = TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false);
+  if (attempt == PlaceAttempt::kDoesNotFit) failed.Add(job, min_tasks);
+  return attempt == PlaceAttempt::kPlaced;
 }
 
 bool Engine::BackfillMayTry(QueueId leaf, const JobRecord& job) {
@@ -146,15 +103,14 @@ bool Engine::BackfillMayTry(QueueId leaf, const JobRecord& job) {
 void Engine::BackfillArrivals() {
   std::vector<uint64_t> arrivals;
   arrivals.swap(arrived_behind_blocked_);
+  FailedShapes failed;
   for (uint64_t id : arrivals) {
     JobRecord* job = FindJob(id);
     // Placed, cancelled or first in line since (the head is the decision loop's).
     if (!job || !job->in_pending || !queues_.IsBlocked(job->queue)) continue;
     const std::optional<PendingKey> head = queues_.Head(job->queue);
     if (head && head->job_id == id) continue;
-    if (BackfillMayTry(job->queue, *job)) {
-      TryPlace(job->queue, *job, /*on_failure_block_and_reserve=*/false);
-    }
+    if (BackfillMayTry(job->queue, *job)) TryBackfill(job->queue, *job, failed);
   }
 }
 

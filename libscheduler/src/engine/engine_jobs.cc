@@ -56,7 +56,7 @@ std::optional<std::string> Engine::CheckFeasible(const JobRecord& job) const {
     return "the job names more distinct GPU models than the scheduler tracks (" +
            std::to_string(GpuModels::kMaxModels) + ")";
   }
-  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  const int min_tasks = MinTasksToPlace(job);
   return feasibility_->Check(
       FeasibilityQuery::FromShape(job.shape, cluster_.models(), min_tasks, job.same_node));
 }

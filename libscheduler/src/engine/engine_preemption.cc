@@ -54,7 +54,7 @@ bool Engine::TryPreempt(JobRecord& job) {
   if (!options_.preemption.enabled || job.awaiting_victims || job.infeasible) return false;
   const TimestampUs now = clock_.NowUs();
   if (now < job.no_preemption_before_us) return false;  // a guard said "not yet".
-  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  const int min_tasks = MinTasksToPlace(job);
   // Reclaim takes back at most up to the queue's guarantee, counting what earlier preemptions
   // are already freeing for it.
   const ResourceVector wanted = job.shape.RequestVector() * min_tasks;
@@ -218,7 +218,7 @@ bool Engine::TryPreempt(JobRecord& job) {
 void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
                           std::vector<ResourceVector> held, int64_t grace_us, std::string reason) {
   const TimestampUs now = clock_.NowUs();
-  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  const int min_tasks = MinTasksToPlace(job);
   RemovePending(job);
   job.awaiting_victims = true;
   incoming_[job.queue] += job.shape.RequestVector() * min_tasks;
@@ -237,7 +237,7 @@ void Engine::FinishWaitingForVictims(JobRecord& job) {
   job.awaiting_victims = false;
   auto it = incoming_.find(job.queue);
   if (it != incoming_.end()) {
-    it->second -= job.shape.RequestVector() * (job.PlacedTasks() == 0 ? job.gang_min : 1);
+    it->second -= job.shape.RequestVector() * MinTasksToPlace(job);
     if (it->second.IsZero() || it->second.AnyNegative()) incoming_.erase(it);
   }
 }

@@ -89,7 +89,7 @@ void Engine::TryReserve(JobRecord& job) {
   auto usable = [this, id](const NodeState& n) {
     return n.Schedulable() && !reservations_.HeldWholeForOther(n.id(), id);
   };
-  const int min_tasks = job.PlacedTasks() == 0 ? job.gang_min : 1;
+  const int min_tasks = MinTasksToPlace(job);
   std::optional<ShadowPlan> plan =
       PlanShadowStart(cluster_, job.shape, min_tasks, job.same_node, next_to_end, usable, now);
   if (!plan || plan->nodes.empty()) return;
