@@ -7,6 +7,7 @@
 #include "engine/failed_shapes.h"
 
 namespace tessera {
+
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
   if (paused_ || store_degraded_) return false;
   if (capacity_freed_) {
