@@ -197,7 +197,7 @@ class Engine final : public ExecutorEvents {
   void Backfill();
   // Whether backfill may try `job` (pending, not first in its queue): not in a strict queue
   // without a time limit, and not holding a reservation.
-  bool BackfillMayTry(QueueId leaf, const JobRecord& job);
+  bool BackfillMayTry(QueueId leaf, const JobRecord& job) const;
   // Tries `job` as a backfill candidate, unless `failed` shows it cannot fit; a failure for
   // want of room is added to `failed`. True when placed.
   bool TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed);

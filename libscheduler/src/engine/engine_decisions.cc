@@ -96,7 +96,7 @@ bool Engine::TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed) {
   return attempt == PlaceAttempt::kPlaced;
 }
 
-bool Engine::BackfillMayTry(QueueId leaf, const JobRecord& job) {
+bool Engine::BackfillMayTry(QueueId leaf, const JobRecord& job) const {
   const bool strict = queues_.Spec(leaf).queueing() == v1::STRICT_FIFO;
   return !(strict && job.time_limit_us <= 0) && !reservations_.Find(job.id);
 }
@@ -121,8 +121,7 @@ void Engine::Decide(QueueId leaf, JobRecord& job) {
 
 Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
                                       bool on_failure_block_and_reserve) {
-  const bool first_start = job.PlacedTasks() == 0;
-  const int min_tasks = first_start ? job.gang_min : 1;
+  const int min_tasks = MinTasksToPlace(job);
   const int max_tasks = job.wanted_tasks - job.PlacedTasks();
   const ResourceVector per_task = job.shape.RequestVector();
 
