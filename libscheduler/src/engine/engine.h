@@ -233,6 +233,10 @@ class Engine final : public ExecutorEvents {
   // they outlast their grace period by 5 s it goes back into line.
   void AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
                     std::vector<ResourceVector> held, int64_t grace_us, std::string reason);
+  // Whether a reservation that holds nodes whole for `holder` gives way to `job`, which
+  // preempts (reclaiming for `claimant`, if set): it does when `job` could preempt the holder.
+  bool ReservationYields(const JobRecord& holder, const JobRecord& job,
+                         std::optional<QueueId> claimant) const;
   void Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption = true);
   void Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
               const std::string& reason);
