@@ -219,6 +219,8 @@ class Engine final : public ExecutorEvents {
   static constexpr int64_t kOverdueReplanUs = 5 * 60 * 1'000'000LL;
   void TryReserve(JobRecord& job);
   void DropReservation(JobRecord& job);
+  // Appends the live tasks on `node` expected to have ended by `by` (ReservationFilter asks).
+  void TasksEndingBy(NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) const;
   void OnReservationDue(uint64_t job_id, TimestampUs start_us);
   void ArmTimeLimit(JobRecord& job);
 
