@@ -279,5 +279,38 @@ TEST_CASE("preemption: a guarantee on a parent queue reclaims for its children")
   CheckReclaimOfFour(OneNode(8), true);
 }
 
+TEST_CASE("preemption: one wake-up for two guards forgets neither") {
+  // A normal-priority job starts at 0 s, a low one at 5 s; both are victims only after the
+  // 60 s minimum runtime. At 10 s a high job (any victim will do: 60 s) and a normal one (only
+  // the low job: 65 s) arrive in their own queues.
+  v1::SimulatedCluster cluster;
+  AddGroup(cluster, "node", 2, 1);  // one victim on each node.
+  auto t = OpenCluster(cluster, WithClasses());
+  Scheduler* s = t.scheduler.get();
+  CreateQueue(s, QueueSpec("x"));
+  CreateQueue(s, QueueSpec("y"));
+  const TimestampUs t0 = t.clock->NowUs();
+  const uint64_t normal = MustSubmit(s, Running("default", "normal")).id();  // 30 s grace.
+  t->WaitIdle();
+  t.clock->AdvanceUs(5 * kSecond);
+  const uint64_t low =
+      MustSubmit(s, JobSpecBuilder("default").Gpus(1).PriorityClass("low").Build()).id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(5 * kSecond);
+  const uint64_t high =
+      MustSubmit(s, JobSpecBuilder("x").Gpus(1).PriorityClass("high").Build()).id();
+  const uint64_t second =
+      MustSubmit(s, JobSpecBuilder("y").Gpus(1).PriorityClass("normal").Build()).id();
+  RunUntil(t, t0 + 61 * kSecond);
+  CHECK(StateOf(s, normal) == v1::PREEMPTING);  // for the high job, until 90 s.
+  CHECK(StateOf(s, second) == v1::PENDING);
+  // The wake-up at 60 s came too soon for the second job: it still gets its own at 65 s.
+  RunUntil(t, t0 + 66 * kSecond);
+  CHECK(StateOf(s, second) == v1::RUNNING);
+  CHECK(StateOf(s, low) == v1::PENDING);
+  RunUntil(t, t0 + 91 * kSecond);
+  CHECK(StateOf(s, high) == v1::RUNNING);
+}
+
 }  // namespace
 }  // namespace tessera

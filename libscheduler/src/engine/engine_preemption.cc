@@ -53,7 +53,12 @@ TimestampUs Engine::LastCheckpoint(const JobRecord& job, TimestampUs now) const 
 bool Engine::TryPreempt(JobRecord& job) {
   if (!options_.preemption.enabled || job.awaiting_victims || job.infeasible) return false;
   const TimestampUs now = clock_.NowUs();
-  if (now < job.no_preemption_before_us) return false;  // a guard said "not yet".
+  if (now < job.no_preemption_before_us) {
+    // A guard said "not yet". One wake-up serves every waiting job, the earliest first: the
+    // jobs it woke too soon ask again for theirs, so none is forgotten.
+    ArmPreemptionRetry(job.no_preemption_before_us);
+    return false;
+  }
   const int min_tasks = MinTasksToPlace(job);
   // Reclaim takes back at most up to the guarantee of the job's queue or of a queue above it,
   // counting what earlier preemptions are already freeing for that queue's subtree.
@@ -231,8 +236,9 @@ bool Engine::TryPreempt(JobRecord& job) {
 bool Engine::ReservationYields(const JobRecord& holder, const JobRecord& job,
                                std::optional<QueueId> claimant) const {
   if (holder.key.priority < job.key.priority) return true;
-  return claimant && queues_.MayReclaimFrom(holder.queue, *claimant,
-                                            holder.shape.RequestVector() * MinTasksToPlace(holder));
+  // Were the holder running, what it took would be borrowed if its queues hold their
+  // guarantees already.
+  return claimant && queues_.MayReclaimFrom(holder.queue, *claimant, ResourceVector());
 }
 
 void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
