@@ -166,8 +166,10 @@ TEST_CASE("preemption: the per-minute budget and the cooldown stop thrashing") {
   CHECK(t->GetStats().preemptions() == 1);
 }
 
-// Advances the clock from wake-up to wake-up until `until_us`.
+// Advances the clock from wake-up to wake-up until `until_us`, once what was submitted is
+// taken in (so that it is decided at the time it was submitted).
 void RunUntil(TestScheduler& t, TimestampUs until_us) {
+  t->WaitIdle();
   while (auto next = t->NextWakeupUs()) {
     if (*next > until_us) break;
     t.clock->AdvanceToUs(*next);
