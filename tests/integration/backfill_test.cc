@@ -187,6 +187,59 @@ TEST_CASE("backfill: a job arriving behind a head that does not fit is tried at 
   CHECK(s.t->GetStats().backfilled() == 1);
 }
 
+TEST_CASE("backfill: jobs that leave a reservation its room start at once, on its nodes too") {
+  // One 8-GPU node: a 6-GPU job runs, a 4-GPU job waits with the node reserved for it.
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  MustSubmit(s, JobSpecBuilder("default").Gpus(6).Build());
+  const uint64_t gang = MustSubmit(s, JobSpecBuilder("default").Gpus(4).Build()).id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, gang).status().reserved_start_us() > 0);
+  // Jobs without a time limit that need no GPU, or GPUs the reservation does not need when it
+  // starts: the 4-GPU job still fits once the 6-GPU job ends, so they start now.
+  std::vector<uint64_t> cpu_only;
+  for (int i = 0; i < 4; ++i)
+    cpu_only.push_back(MustSubmit(s, JobSpecBuilder("default").Build()).id());
+  const uint64_t two_gpus = MustSubmit(s, JobSpecBuilder("default").Gpus(2).Build()).id();
+  t->WaitIdle();
+  for (uint64_t id : cpu_only) CHECK(MustGet(s, id).status().state() == v1::RUNNING);
+  CHECK(MustGet(s, two_gpus).status().state() == v1::RUNNING);
+  // One more GPU would leave the 4-GPU job short when the 6-GPU job ends: it waits, and says
+  // why.
+  const uint64_t one_more = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+  t->WaitIdle();
+  const v1::Job waiting = MustGet(s, one_more);
+  CHECK(waiting.status().state() == v1::PENDING);
+  CHECK(waiting.status().reason() != "");
+  CHECK(MustGet(s, gang).status().reserved_start_us() > 0);
+}
+
+TEST_CASE("backfill: a job that would leave a reservation short waits, and says why") {
+  // A 3-GPU job runs; a 6-GPU job has the node reserved for when it ends.
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  MustSubmit(s, JobSpecBuilder("default").Gpus(3).Build());
+  const uint64_t gang = MustSubmit(s, JobSpecBuilder("default").Gpus(6).Build()).id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, gang).status().reserved_start_us() > 0);
+  t.clock->AdvanceUs(10'000'000);  // the jobs below run past the 3-GPU job's expected end.
+  t->WaitIdle();
+  // Two GPUs leave the six it needs; one more would not, though it fits now.
+  const uint64_t two = MustSubmit(s, JobSpecBuilder("default").Gpus(2).Build()).id();
+  t->WaitIdle();
+  const uint64_t one = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+  t->WaitIdle();
+  CHECK(MustGet(s, two).status().state() == v1::RUNNING);
+  const v1::Job waiting = MustGet(s, one);
+  CHECK(waiting.status().state() == v1::PENDING);
+  CHECK(waiting.status().reason() == "waiting for capacity: 0 of 1 tasks fit now");
+  // A job that ends before the reservation starts may still use the GPU.
+  const uint64_t brief =
+      MustSubmit(s, JobSpecBuilder("default").Gpus(1).TimeLimitSeconds(60).Build()).id();
+  t->WaitIdle();
+  CHECK(MustGet(s, brief).status().state() == v1::RUNNING);
+}
+
 TEST_CASE("backfill: a job that outruns its time limit is stopped and fails") {
   auto t = OpenCluster(OneNode(1));
   const v1::Job job = MustSubmit(

@@ -331,5 +331,100 @@ TEST_CASE("gpu sharing: what a MIG drain frees is held for the job that drained 
   CHECK(MustGet(s, low).status().state() == v1::PENDING);
 }
 
+TEST_CASE("gpu sharing: a drain that frees a 1g for a 3g next to a busy 4g serves the 3g") {
+  // The 1g and the 4g share the GPU; the 3g needs the memory slices the 1g sits on. Draining
+  // the 1g must lead to a layout that serves the 3g, whatever else waits meanwhile.
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(1);
+  auto t = OpenCluster(ManagedH100As7g(), options);
+  Scheduler* s = t.scheduler.get();
+  v1::JobSpec small = JobSpecBuilder("default").MigProfile("1g.10gb").PriorityClass("low").Build();
+  small.set_checkpoint_grace_s(1);
+  const uint64_t one = MustSubmit(s, small).id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(300'000);
+  const uint64_t four =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("4g.40gb").PriorityClass("low").Build())
+          .id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, one).status().state() == v1::RUNNING);
+  REQUIRE(MustGet(s, four).status().state() == v1::RUNNING);
+  t.clock->AdvanceUs(1'500'000);
+  const uint64_t three =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").PriorityClass("normal").Build())
+          .id();
+  t->WaitIdle();
+  for (int i = 0; i < 10; ++i) {
+    t.clock->AdvanceUs(1'000'000);
+    t->WaitIdle();
+  }
+  const v1::Job placed = MustGet(s, three);
+  REQUIRE(placed.status().state() == v1::RUNNING);
+  CHECK(placed.status().placements(0).partition().mig_profile() == "3g.40gb");
+  CHECK(MustGet(s, four).status().state() == v1::RUNNING);
+  CHECK(MustGet(s, one).status().state() == v1::PENDING);
+  CHECK(MustGet(s, one).status().reason() != "");
+}
+
+TEST_CASE("gpu sharing: a job that needs the whole GPU drains every lower-priority instance") {
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(1);
+  auto t = OpenCluster(ManagedH100As7g(), options);
+  Scheduler* s = t.scheduler.get();
+  v1::JobSpec small = JobSpecBuilder("default").MigProfile("1g.10gb").PriorityClass("low").Build();
+  small.set_checkpoint_grace_s(1);
+  const uint64_t one = MustSubmit(s, small).id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(300'000);
+  const uint64_t four =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("4g.40gb").PriorityClass("low").Build())
+          .id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(1'500'000);
+  const uint64_t whole =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("7g.80gb").PriorityClass("normal").Build())
+          .id();
+  t->WaitIdle();
+  for (int i = 0; i < 10; ++i) {
+    t.clock->AdvanceUs(1'000'000);
+    t->WaitIdle();
+  }
+  REQUIRE(MustGet(s, whole).status().state() == v1::RUNNING);
+  CHECK(MustGet(s, one).status().state() == v1::PENDING);
+  CHECK(MustGet(s, four).status().state() == v1::PENDING);
+}
+
+TEST_CASE("gpu sharing: a MIG drain the per-minute budget refused happens when it allows") {
+  v1::SimulatedCluster cluster = ManagedH100As7g();
+  AddGroup(cluster, "plain", 1, 1, "A100-80GB");
+  Options options;
+  options.preemption.max_per_minute = 1;
+  auto t = OpenCluster(cluster, options);
+  Scheduler* s = t.scheduler.get();
+  MustSubmit(s,
+             JobSpecBuilder("default").Gpus(1).GpuModel("A100-80GB").PriorityClass("low").Build());
+  const uint64_t low =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("7g.80gb").PriorityClass("low").Build())
+          .id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(120'000'000);
+  t->WaitIdle();
+  // A whole A100 for a high-priority job spends this minute's one preemption.
+  MustSubmit(s,
+             JobSpecBuilder("default").Gpus(1).GpuModel("A100-80GB").PriorityClass("high").Build());
+  t->WaitIdle();
+  const uint64_t high =
+      MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").PriorityClass("high").Build())
+          .id();
+  t->WaitIdle();
+  CHECK(MustGet(s, low).status().state() == v1::RUNNING);
+  t.clock->AdvanceUs(60'000'000);
+  t->WaitIdle();
+  t.clock->AdvanceUs(1'000'000);
+  t->WaitIdle();
+  CHECK(MustGet(s, low).status().preemptions() == 1);
+  CHECK(MustGet(s, high).status().state() == v1::RUNNING);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -166,5 +166,153 @@ TEST_CASE("preemption: the per-minute budget and the cooldown stop thrashing") {
   CHECK(t->GetStats().preemptions() == 1);
 }
 
+// Advances the clock from wake-up to wake-up until `until_us`, once what was submitted is
+// taken in (so that it is decided at the time it was submitted).
+void RunUntil(TestScheduler& t, TimestampUs until_us) {
+  t->WaitIdle();
+  while (auto next = t->NextWakeupUs()) {
+    if (*next > until_us) break;
+    t.clock->AdvanceToUs(*next);
+    t->WaitIdle();
+  }
+  t.clock->AdvanceToUs(until_us);
+  t->WaitIdle();
+}
+
+// Two low-priority jobs of queue "batch" (which comes first in fair order) fill one node of
+// two GPUs; jobs of queue "prod" at normal priority arrive later and must preempt them.
+struct GuardStory {
+  TestScheduler t;
+  TimestampUs t0 = 0;
+};
+
+GuardStory StartGuardStory(const Options& options) {
+  GuardStory story{OpenCluster(OneNode(2), options)};
+  Scheduler* s = story.t.scheduler.get();
+  CreateQueue(s, QueueSpec("batch", 4.0));
+  CreateQueue(s, QueueSpec("prod"));
+  for (int i = 0; i < 2; ++i) {
+    MustSubmit(s, JobSpecBuilder("batch").Gpus(1).PriorityClass("low").Build());
+  }
+  story.t->WaitIdle();
+  story.t0 = story.t.clock->NowUs();
+  return story;
+}
+
+TEST_CASE("preemption: a cooldown that ends leads to a new attempt, reservations or not") {
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(1);
+  options.preemption.cooldown = std::chrono::seconds(8);
+  GuardStory story = StartGuardStory(options);
+  TestScheduler& t = story.t;
+  Scheduler* s = t.scheduler.get();
+  // At 3 s a short normal job preempts one low job, which runs again once it ends at 5 s.
+  RunUntil(t, story.t0 + 3 * kSecond);
+  MustSubmit(
+      s, JobSpecBuilder("prod").Gpus(1).PriorityClass("normal").SimulatedDurationMs(2000).Build());
+  // At 6 s a second one preempts the other low job; at 9 s a third finds only the low job
+  // preempted at 3 s, in its cooldown until 11 s.
+  RunUntil(t, story.t0 + 6 * kSecond);
+  const uint64_t second =
+      MustSubmit(s, JobSpecBuilder("prod").Gpus(1).PriorityClass("normal").Build()).id();
+  RunUntil(t, story.t0 + 9 * kSecond);
+  const uint64_t third =
+      MustSubmit(s, JobSpecBuilder("prod").Gpus(1).PriorityClass("normal").Build()).id();
+  RunUntil(t, story.t0 + 10 * kSecond);
+  CHECK(StateOf(s, second) == v1::RUNNING);
+  CHECK(StateOf(s, third) == v1::PENDING);
+  // The cooldown ends at 11 s: the third job preempts then.
+  RunUntil(t, story.t0 + 12 * kSecond);
+  CHECK(StateOf(s, third) == v1::RUNNING);
+  CHECK(CountStates(s, "batch")[v1::PENDING] == 2);
+}
+
+TEST_CASE("preemption: a per-minute budget that allows again leads to a new attempt") {
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(1);
+  options.preemption.max_per_minute = 1;
+  GuardStory story = StartGuardStory(options);
+  TestScheduler& t = story.t;
+  Scheduler* s = t.scheduler.get();
+  RunUntil(t, story.t0 + 3 * kSecond);
+  const uint64_t first =
+      MustSubmit(s, JobSpecBuilder("prod").Gpus(1).PriorityClass("normal").Build()).id();
+  RunUntil(t, story.t0 + 6 * kSecond);
+  const uint64_t second =
+      MustSubmit(s, JobSpecBuilder("prod").Gpus(1).PriorityClass("normal").Build()).id();
+  RunUntil(t, story.t0 + 10 * kSecond);
+  CHECK(StateOf(s, first) == v1::RUNNING);
+  CHECK(StateOf(s, second) == v1::PENDING);  // one preemption a minute: the next at 63 s.
+  RunUntil(t, story.t0 + 64 * kSecond);
+  CHECK(StateOf(s, second) == v1::RUNNING);
+}
+
+// Queue `claimant` (or its parent, with `on_parent`) is guaranteed 4 GPUs; queue "b" holds all
+// 8 GPUs of one node. The claimant's leaf then asks for 4 one-GPU jobs.
+void CheckReclaimOfFour(const v1::SimulatedCluster& cluster, bool on_parent) {
+  auto t = OpenCluster(cluster);
+  Scheduler* s = t.scheduler.get();
+  const std::string leaf = on_parent ? "team/a" : "a";
+  v1::QueueSpec guaranteed = QueueSpec(on_parent ? "team" : "a");
+  guaranteed.mutable_guarantee()->set_gpu_milli(4000);
+  CreateQueue(s, guaranteed);
+  if (on_parent) CreateQueue(s, QueueSpec(leaf));
+  CreateQueue(s, QueueSpec("b"));
+  for (int i = 0; i < 8; ++i) MustSubmit(s, JobSpecBuilder("b").Gpus(1).Build());
+  t->WaitIdle();
+  t.clock->AdvanceUs(120 * kSecond);
+  t->WaitIdle();
+  for (int i = 0; i < 4; ++i) MustSubmit(s, JobSpecBuilder(leaf).Gpus(1).Build());
+  RunUntil(t, t.clock->NowUs() + 12 * kSecond);
+  CHECK(t->GetQueue(leaf)->status().allocated().gpu_milli() == 4000);
+  CHECK(t->GetQueue("b")->status().allocated().gpu_milli() == 4000);
+}
+
+TEST_CASE("preemption: reclaim takes back the whole guarantee on one node as on two") {
+  SUBCASE("one node of 8 GPUs") { CheckReclaimOfFour(OneNode(8), false); }
+  SUBCASE("two nodes of 4 GPUs") {
+    v1::SimulatedCluster cluster;
+    AddGroup(cluster, "node", 2, 4);
+    CheckReclaimOfFour(cluster, false);
+  }
+}
+
+TEST_CASE("preemption: a guarantee on a parent queue reclaims for its children") {
+  CheckReclaimOfFour(OneNode(8), true);
+}
+
+TEST_CASE("preemption: one wake-up for two guards forgets neither") {
+  // A normal-priority job starts at 0 s, a low one at 5 s; both are victims only after the
+  // 60 s minimum runtime. At 10 s a high job (any victim will do: 60 s) and a normal one (only
+  // the low job: 65 s) arrive in their own queues.
+  v1::SimulatedCluster cluster;
+  AddGroup(cluster, "node", 2, 1);  // one victim on each node.
+  auto t = OpenCluster(cluster, WithClasses());
+  Scheduler* s = t.scheduler.get();
+  CreateQueue(s, QueueSpec("x"));
+  CreateQueue(s, QueueSpec("y"));
+  const TimestampUs t0 = t.clock->NowUs();
+  const uint64_t normal = MustSubmit(s, Running("default", "normal")).id();  // 30 s grace.
+  t->WaitIdle();
+  t.clock->AdvanceUs(5 * kSecond);
+  const uint64_t low =
+      MustSubmit(s, JobSpecBuilder("default").Gpus(1).PriorityClass("low").Build()).id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(5 * kSecond);
+  const uint64_t high =
+      MustSubmit(s, JobSpecBuilder("x").Gpus(1).PriorityClass("high").Build()).id();
+  const uint64_t second =
+      MustSubmit(s, JobSpecBuilder("y").Gpus(1).PriorityClass("normal").Build()).id();
+  RunUntil(t, t0 + 61 * kSecond);
+  CHECK(StateOf(s, normal) == v1::PREEMPTING);  // for the high job, until 90 s.
+  CHECK(StateOf(s, second) == v1::PENDING);
+  // The wake-up at 60 s came too soon for the second job: it still gets its own at 65 s.
+  RunUntil(t, t0 + 66 * kSecond);
+  CHECK(StateOf(s, second) == v1::RUNNING);
+  CHECK(StateOf(s, low) == v1::PENDING);
+  RunUntil(t, t0 + 91 * kSecond);
+  CHECK(StateOf(s, high) == v1::RUNNING);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -35,6 +35,10 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
               .count()),
       feasibility_(std::make_shared<FeasibilityChecker>()) {
   paused_ = options.engine.start_paused;
+  reservation_filter_->SetEndingBy(
+      [this](NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) {
+        TasksEndingBy(node, by, out);
+      });
   if (options.fair_share.usage_half_life.count() > 0) ArmUsageRefresh();
 }
 

@@ -219,6 +219,8 @@ class Engine final : public ExecutorEvents {
   static constexpr int64_t kOverdueReplanUs = 5 * 60 * 1'000'000LL;
   void TryReserve(JobRecord& job);
   void DropReservation(JobRecord& job);
+  // Appends the live tasks on `node` expected to have ended by `by` (ReservationFilter asks).
+  void TasksEndingBy(NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) const;
   void OnReservationDue(uint64_t job_id, TimestampUs start_us);
   void ArmTimeLimit(JobRecord& job);
 
@@ -233,6 +235,10 @@ class Engine final : public ExecutorEvents {
   // they outlast their grace period by 5 s it goes back into line.
   void AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
                     std::vector<ResourceVector> held, int64_t grace_us, std::string reason);
+  // Whether a reservation that holds nodes whole for `holder` gives way to `job`, which
+  // preempts (reclaiming for `claimant`, if set): it does when `job` could preempt the holder.
+  bool ReservationYields(const JobRecord& holder, const JobRecord& job,
+                         std::optional<QueueId> claimant) const;
   void Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption = true);
   void Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
               const std::string& reason);

@@ -7,6 +7,12 @@
 #include "engine/failed_shapes.h"
 
 namespace tessera {
+namespace {
+
+// Why a backfill candidate skipped for a failed job like it waits.
+constexpr char kTwinDoesNotFit[] = "waiting for capacity: a job asking no less does not fit now";
+
+}  // namespace
 
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
   if (paused_ || store_degraded_) return false;
@@ -77,7 +83,10 @@ void Engine::Backfill() {
       if (!BackfillMayTry(leaf, job)) continue;
       // A twin of a failure is skipped for free; a job needing more counts as tried and missed,
       // as it would have been, without its search.
-      if (failed.HasTwinOf(job, MinTasksToPlace(job))) continue;
+      if (failed.HasTwinOf(job, MinTasksToPlace(job))) {
+        PublishWaitingReason(job, kTwinDoesNotFit);
+        continue;
+      }
       ++tried;
       if (TryBackfill(leaf, job, failed)) {
         misses = 0;
@@ -90,7 +99,10 @@ void Engine::Backfill() {
 
 bool Engine::TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed) {
   const int min_tasks = MinTasksToPlace(job);
-  if (failed.Covers(job, min_tasks)) return false;
+  if (failed.Covers(job, min_tasks)) {
+    PublishWaitingReason(job, kTwinDoesNotFit);
+    return false;
+  }
   const PlaceAttempt attempt = TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false);
   if (attempt == PlaceAttempt::kDoesNotFit) failed.Add(job, min_tasks);
   return attempt == PlaceAttempt::kPlaced;
@@ -130,12 +142,11 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
   if (allowed < min_tasks) {
     const std::optional<QuotaViolation> v = queues_.CheckQuota(leaf, per_task * min_tasks);
     const QueueId blocker = v ? v->queue : leaf;
-    if (on_failure_block_and_reserve) {
-      PublishWaitingReason(job, "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
-                                    (v && !v->cap ? "borrowing limit" : "cap") + " on " +
-                                    ResourceName(v ? v->resource : 0));
-      queues_.BlockOnQuota(leaf, blocker);
-    }
+    // Every job that waits says why, the ones behind a blocked head included.
+    PublishWaitingReason(job, "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
+                                  (v && !v->cap ? "borrowing limit" : "cap") + " on " +
+                                  ResourceName(v ? v->resource : 0));
+    if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, blocker);
     return PlaceAttempt::kOverQuota;
   }
 
@@ -150,8 +161,8 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
     result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
   }
   if (!result.placed()) {
+    PublishWaitingReason(job, std::move(result.reason));
     if (on_failure_block_and_reserve) {
-      PublishWaitingReason(job, std::move(result.reason));
       // The first job of a pass that does not fit is the one most deserving a reservation;
       // planning it waits for the end of the pass, so a decision stays cheap.
       // A job that preempts waits aside, with the freed nodes reserved for it; the next job

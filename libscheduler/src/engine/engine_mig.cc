@@ -129,6 +129,7 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
     uint64_t job = 0;
     int64_t cost = -1;  // lost GPU-microseconds, or -1 when it may not be drained.
   };
+  TimestampUs retry_at = 0;  // when a guard that refused a holder will allow it.
   auto holder_of = [&](const NodeState& node, int gpu, int instance) {
     Holder h;
     if (node.id() >= tasks_by_node_.size()) return h;
@@ -139,15 +140,18 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
         if (p.index == index && !p.exited) t = &p;
       }
       if (t == nullptr || t->allocation.node != node.id() ||
-          t->allocation.mig_instance != instance || !((t->allocation.gpu_mask >> gpu) & 1u)) {
+          t->allocation.mig_start != node.gpus()[gpu].mig[instance].start ||
+          !((t->allocation.gpu_mask >> gpu) & 1u)) {
         continue;
       }
       h.job = id;
-      const bool eligible = v.state == v1::RUNNING && !v.preempting && v.preemptible &&
-                            v.key.priority < job.key.priority &&
-                            preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us);
-      if (eligible) {
+      const bool candidate = v.state == v1::RUNNING && !v.preempting && v.preemptible &&
+                             v.key.priority < job.key.priority;
+      if (candidate && preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
         h.cost = LostGpuUs(v, now);
+      } else if (candidate) {
+        const TimestampUs allowed = preemption_guard_.AllowedAt(v.start_time_us, v.preempted_at_us);
+        if (retry_at == 0 || allowed < retry_at) retry_at = allowed;
       }
       return h;
     }
@@ -205,9 +209,16 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
       best = std::move(candidate);
     }
   }
-  if (!best) return false;
+  // A guard said "not yet": look again when it allows, even if nothing else happens.
+  if (!best) {
+    if (retry_at > now) ArmPreemptionRetry(retry_at);
+    return false;
+  }
   const int whole = static_cast<int>(best->victims.size());
-  if (!preemption_guard_.WithinRate(now, whole)) return false;
+  if (!preemption_guard_.WithinRate(now, whole)) {
+    ArmPreemptionRetry(preemption_guard_.RateAllowsAt(now, whole));
+    return false;
+  }
   preemption_guard_.Record(now, whole);
   const std::string why = "preempted to re-partition MIG GPU " + std::to_string(best->gpu) +
                           " of node '" + cluster_.node(best->node).name() + "' for job " +

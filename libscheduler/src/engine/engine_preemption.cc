@@ -53,16 +53,27 @@ TimestampUs Engine::LastCheckpoint(const JobRecord& job, TimestampUs now) const 
 bool Engine::TryPreempt(JobRecord& job) {
   if (!options_.preemption.enabled || job.awaiting_victims || job.infeasible) return false;
   const TimestampUs now = clock_.NowUs();
-  if (now < job.no_preemption_before_us) return false;  // a guard said "not yet".
+  if (now < job.no_preemption_before_us) {
+    // A guard said "not yet". One wake-up serves every waiting job, the earliest first: the
+    // jobs it woke too soon ask again for theirs, so none is forgotten.
+    ArmPreemptionRetry(job.no_preemption_before_us);
+    return false;
+  }
   const int min_tasks = MinTasksToPlace(job);
-  // Reclaim takes back at most up to the queue's guarantee, counting what earlier preemptions
-  // are already freeing for it.
+  // Reclaim takes back at most up to the guarantee of the job's queue or of a queue above it,
+  // counting what earlier preemptions are already freeing for that queue's subtree.
   const ResourceVector wanted = job.shape.RequestVector() * min_tasks;
-  auto incoming = incoming_.find(job.queue);
-  const bool reclaim =
-      options_.preemption.reclaim &&
-      queues_.WithinGuarantee(
-          job.queue, wanted + (incoming == incoming_.end() ? ResourceVector() : incoming->second));
+  std::optional<QueueId> claimant;
+  if (options_.preemption.reclaim) {
+    claimant = queues_.ReclaimingQueue(job.queue, wanted, [this](QueueId q) {
+      ResourceVector under;
+      for (const auto& [leaf, amount] : incoming_) {
+        if (queues_.IsWithin(leaf, q)) under += amount;
+      }
+      return under;
+    });
+  }
+  const bool reclaim = claimant.has_value();
   // Before searching nodes: is there any lower-priority job old enough to be a victim? If
   // not, and no reclaim is due and nothing can shrink, there is nothing to find until the
   // oldest of them passes the minimum runtime.
@@ -118,8 +129,7 @@ bool Engine::TryPreempt(JobRecord& job) {
       return it->second;
     }
     const bool by_priority = v.key.priority < job.key.priority;
-    const bool by_reclaim =
-        reclaim && v.queue != job.queue && queues_.CanGiveBack(v.queue, v.allocated);
+    const bool by_reclaim = reclaim && queues_.MayReclaimFrom(v.queue, *claimant, v.allocated);
     if (!by_priority && !by_reclaim) return it->second;
     if (!preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
       const TimestampUs allowed = preemption_guard_.AllowedAt(v.start_time_us, v.preempted_at_us);
@@ -152,9 +162,17 @@ bool Engine::TryPreempt(JobRecord& job) {
     }
     return out;
   };
-  const uint64_t id = job.id;
-  auto usable = [this, id](const NodeState& n) {
-    return n.Schedulable() && !reservations_.HeldWholeForOther(n.id(), id);
+  // A node held whole for a job this one could preempt (or reclaim from) is no shelter: the
+  // holder would be a victim itself were it running.
+  auto usable = [&](const NodeState& n) {
+    if (!n.Schedulable()) return false;
+    for (const Reservation* r : reservations_.On(n.id())) {
+      if (r->whole_nodes() && r->job != job.id &&
+          !ReservationYields(jobs_.at(r->job), job, claimant)) {
+        return false;
+      }
+    }
+    return true;
   };
   std::optional<PreemptionPlan> plan =
       preemption_planner_.Plan(cluster_, job.shape, min_tasks, job.same_node, victims_on, usable);
@@ -215,9 +233,32 @@ bool Engine::TryPreempt(JobRecord& job) {
   return true;
 }
 
+bool Engine::ReservationYields(const JobRecord& holder, const JobRecord& job,
+                               std::optional<QueueId> claimant) const {
+  if (holder.key.priority < job.key.priority) return true;
+  // Were the holder running, what it took would be borrowed if its queues hold their
+  // guarantees already.
+  return claimant && queues_.MayReclaimFrom(holder.queue, *claimant, ResourceVector());
+}
+
 void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
                           std::vector<ResourceVector> held, int64_t grace_us, std::string reason) {
   const TimestampUs now = clock_.NowUs();
+  // Whole-node plans of other jobs on these nodes no longer hold: they are made again.
+  std::vector<uint64_t> displaced;
+  for (NodeIndexId n : nodes) {
+    for (const Reservation* r : reservations_.On(n)) {
+      if (r->whole_nodes() && r->job != job.id) displaced.push_back(r->job);
+    }
+  }
+  for (uint64_t holder_id : displaced) {
+    JobRecord& holder = jobs_.at(holder_id);
+    if (!reservations_.Find(holder_id)) continue;  // listed twice.
+    DropReservation(holder);
+    holder.reason =
+        "reservation given up: job " + std::to_string(job.id) + " preempts on its node(s)";
+    Persist(holder, MakeUpdateEvent(holder, holder.reason));
+  }
   const int min_tasks = MinTasksToPlace(job);
   RemovePending(job);
   job.awaiting_victims = true;

@@ -96,7 +96,7 @@ void Engine::TryReserve(JobRecord& job) {
 
   // A re-plan that lands on the same nodes only moves the expected start: no event for that.
   const bool same_nodes = job.reserved_nodes == plan->nodes;
-  reservations_.Add({id, plan->start_us, plan->nodes, {}});
+  reservations_.Add({id, plan->start_us, plan->nodes, {}, job.shape, plan->tasks});
   job.reserved_start_us = plan->start_us;
   job.reserved_nodes = plan->nodes;
   if (!same_nodes) {
@@ -114,6 +114,21 @@ void Engine::TryReserve(JobRecord& job) {
   const TimestampUs start = plan->start_us;
   timers_.Schedule(std::max(start, now) + 1'000'000,
                    [this, id, start] { OnReservationDue(id, start); });
+}
+
+void Engine::TasksEndingBy(NodeIndexId node, TimestampUs by,
+                           std::vector<TaskAllocation>& out) const {
+  if (node >= tasks_by_node_.size()) return;
+  const TimestampUs now = clock_.NowUs();
+  for (const auto& [job_id, index] : tasks_by_node_[node]) {
+    const JobRecord& job = jobs_.at(job_id);
+    for (const PlacedTask& t : job.tasks) {
+      if (t.index != index || t.exited || !t.by_end) continue;
+      // As TryReserve plans: a task past its estimate ends soon.
+      const TimestampUs end = (*t.by_end)->end_us;
+      if ((end < now ? now + kOverdueReplanUs : end) <= by) out.push_back(t.allocation);
+    }
+  }
 }
 
 void Engine::DropReservation(JobRecord& job) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "placement/shadow_time.h"
+
 namespace tessera {
 
 void ReservationBook::Add(Reservation reservation) {
@@ -51,6 +53,26 @@ bool ReservationBook::HeldWholeForOther(NodeIndexId node, uint64_t job) const {
   return false;
 }
 
+bool ReservationFilter::LeavesRoomFor(const Reservation& r, const NodeState& node,
+                                      const TaskShape& shape) const {
+  const auto at = std::find(r.nodes.begin(), r.nodes.end(), node.id());
+  if (r.tasks.empty() || at == r.nodes.end()) return false;
+  // Which GPUs the task takes matters to the holder only through their number, unless the
+  // holder shares GPUs or wants NVLink neighbours: then only a task without GPUs may come.
+  const bool counted_gpus = r.shape.whole_gpus() && !r.shape.same_nvlink;
+  if (shape.needs_gpu() && r.shape.needs_gpu() && !counted_gpus) return false;
+  const std::optional<TaskAllocation> task = node.Fit(shape, DevicePreference::kTightest);
+  if (!task) return false;
+  NodeState at_start = node;
+  if (ending_by_) {
+    std::vector<TaskAllocation> ending;
+    ending_by_(node.id(), r.start_us, ending);
+    for (const TaskAllocation& a : ending) at_start.Release(a);
+  }
+  at_start.Apply(*task);
+  return TasksThatFit(at_start, r.shape) >= r.tasks[static_cast<size_t>(at - r.nodes.begin())];
+}
+
 bool ReservationFilter::Accept(const NodeState& node, const TaskShape& shape) const {
   if (book_.size() == 0) return true;
   const std::vector<const Reservation*> on = book_.On(node.id());
@@ -63,7 +85,7 @@ bool ReservationFilter::Accept(const NodeState& node, const TaskShape& shape) co
     if (r->job == job_) continue;
     if (r->whole_nodes()) {
       if (own_hold) continue;
-      if (!ends_by_ || *ends_by_ > r->start_us) return false;
+      if ((!ends_by_ || *ends_by_ > r->start_us) && !LeavesRoomFor(*r, node, shape)) return false;
       continue;
     }
     const size_t i = static_cast<size_t>(std::find(r->nodes.begin(), r->nodes.end(), node.id()) -

@@ -6,16 +6,24 @@
 // without being starved. A preemption reservation holds, on each node, exactly what the job's
 // victims are freeing for it, while their grace periods run; the rest of the node stays open.
 //
+// A job that would still run when a backfill reservation starts may use a held node too, if
+// the holder's tasks planned there still fit it at the start: it needs no GPU, or the holder
+// asks for whole GPUs with no NVLink wish, and the node, with the tasks expected to end by then
+// gone and the job's task added, still fits them. So work that leaves a reservation its room
+// starts at once instead of waiting.
+//
 // ReservationFilter applies both during placement: the engine tells it which job is being
 // placed and when that job would end at the latest.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
 #include "model/node_state.h"
 #include "model/resource_vector.h"
+#include "model/task_shape.h"
 #include "placement/node_filter.h"
 #include "tessera/clock.h"
 
@@ -28,6 +36,10 @@ struct Reservation {
   // Empty: the whole nodes are held (backfill). Otherwise the capacity held on each node of
   // `nodes`, in the same order (preemption).
   std::vector<ResourceVector> held;
+  // Backfill only: the holder's task shape, and how many of its tasks go to each of `nodes`
+  // (same order); empty: the nodes are held whole against any job that would still run.
+  TaskShape shape;
+  std::vector<int> tasks;
 
   bool whole_nodes() const { return held.empty(); }
 };
@@ -54,7 +66,14 @@ class ReservationBook {
 
 class ReservationFilter final : public NodeFilter {
  public:
+  // Appends to `out` the live tasks on a node expected to have ended by a time.
+  using EndingBy =
+      std::function<void(NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out)>;
+
   explicit ReservationFilter(const ReservationBook& book) : book_(book) {}
+
+  // How the filter learns which tasks end before a reservation starts (unset: none do).
+  void SetEndingBy(EndingBy ending_by) { ending_by_ = std::move(ending_by); }
 
   // The job about to be placed, and when it will have ended at the latest (nullopt: unknown).
   void SetPlacing(uint64_t job, std::optional<TimestampUs> ends_by) {
@@ -66,7 +85,12 @@ class ReservationFilter final : public NodeFilter {
   bool Accept(const NodeState& node, const TaskShape& shape) const override;
 
  private:
+  // Whether a task of `shape` placed on `node` now, and still running at `r`'s start, leaves
+  // room there for the holder's tasks.
+  bool LeavesRoomFor(const Reservation& r, const NodeState& node, const TaskShape& shape) const;
+
   const ReservationBook& book_;
+  EndingBy ending_by_;
   uint64_t job_ = 0;
   std::optional<TimestampUs> ends_by_;
 };

@@ -254,6 +254,31 @@ bool QueueTree::CanGiveBack(QueueId q, const ResourceVector& amount) const {
   return true;
 }
 
+std::optional<QueueId> QueueTree::ReclaimingQueue(
+    QueueId leaf, const ResourceVector& wanted,
+    const std::function<ResourceVector(QueueId)>& incoming) const {
+  for (QueueId q = leaf; q != kRoot; q = nodes_[q].parent) {
+    if (!nodes_[q].guarantee.IsZero() && WithinGuarantee(q, wanted + incoming(q))) return q;
+  }
+  return std::nullopt;
+}
+
+bool QueueTree::MayReclaimFrom(QueueId victim_leaf, QueueId claimant,
+                               const ResourceVector& amount) const {
+  if (IsWithin(victim_leaf, claimant)) return false;
+  for (QueueId q = victim_leaf; q != kRoot && !IsWithin(claimant, q); q = nodes_[q].parent) {
+    if (!CanGiveBack(q, amount)) return false;
+  }
+  return true;
+}
+
+bool QueueTree::IsWithin(QueueId q, QueueId ancestor) const {
+  for (;; q = nodes_[q].parent) {
+    if (q == ancestor) return true;
+    if (q == kRoot) return false;
+  }
+}
+
 double QueueTree::DominantShareOf(QueueId q) const {
   if (q == kRoot) return DominantShare(nodes_[q].allocated, capacity_, 1.0);
   return nodes_[nodes_[q].parent].sorter.Share(q);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -85,6 +86,19 @@ class QueueTree {
   // every guaranteed resource): what it holds beyond that is borrowed.
   bool CanGiveBack(QueueId q, const ResourceVector& amount) const;
   double DominantShareOf(QueueId q) const;
+  // Reclaim, across the hierarchy. The queue that justifies reclaiming `wanted` more for a job
+  // of `leaf`: the first on its path, the leaf first, that has a guarantee which what its
+  // subtree holds, plus `incoming(q)` (what is already being freed for it) and `wanted`, stays
+  // within. nullopt when there is none.
+  std::optional<QueueId> ReclaimingQueue(
+      QueueId leaf, const ResourceVector& wanted,
+      const std::function<ResourceVector(QueueId)>& incoming) const;
+  // True when a job of `victim_leaf`, holding `amount`, may be stopped for `claimant`: it lies
+  // outside the claimant's subtree, and every queue from it up to where the two paths meet
+  // could give `amount` back and keep its guarantee (what they hold beyond it is borrowed).
+  bool MayReclaimFrom(QueueId victim_leaf, QueueId claimant, const ResourceVector& amount) const;
+  // True when `q` is `ancestor` or lies below it.
+  bool IsWithin(QueueId q, QueueId ancestor) const;
 
   // --- Choosing.
   // The leaf to serve next, or nullopt when no leaf has unblocked pending work.

@@ -10,9 +10,9 @@ v1::GpuPartition DescribeShare(const NodeState& node, const TaskAllocation& allo
   v1::GpuPartition p;
   const GpuSlot& gpu = node.gpus()[__builtin_ctz(allocation.gpu_mask)];
   p.set_sharing(static_cast<v1::GpuSharing>(gpu.sharing));
-  if (allocation.mig_instance >= 0) {
-    p.set_mig_profile(MigProfileName(gpu, allocation.mig_instance));
-    p.set_mig_start(gpu.mig[allocation.mig_instance].start);
+  if (allocation.mig_start >= 0) {
+    p.set_mig_profile(MigProfileName(gpu, FindMigInstance(gpu, allocation.mig_start)));
+    p.set_mig_start(allocation.mig_start);
   }
   if (allocation.vgpu_framebuffer_gib > 0) {
     p.set_vgpu_type(vgpu::TypeNameFor(*gpu.vgpu_family, allocation.vgpu_framebuffer_gib));
@@ -43,7 +43,7 @@ bool RestoreShare(NodeState& node, const v1::TaskPlacement& placement, TaskAlloc
   int found = FindMigInstance(gpu, p.mig_start());
   if (found >= 0 && gpu.mig[found] == wanted) {
     if ((gpu.mig_busy >> found) & 1u) return false;  // two tasks on one instance.
-    allocation.mig_instance = static_cast<int8_t>(found);
+    allocation.mig_start = static_cast<int8_t>(wanted.start);
     return true;
   }
   if (!gpu.mig_managed) return false;
@@ -63,7 +63,7 @@ bool RestoreShare(NodeState& node, const v1::TaskPlacement& placement, TaskAlloc
   layout.push_back(wanted);
   if (!mig::IsValidLayout(layout)) return false;
   node.SetMigLayout(index, layout);
-  allocation.mig_instance = static_cast<int8_t>(FindMigInstance(node.gpus()[index], wanted.start));
+  allocation.mig_start = static_cast<int8_t>(wanted.start);
   return true;
 }
 

@@ -87,7 +87,9 @@ TaskAllocation NodeState::ShareAllocation(const TaskShape& shape, int gpu,
   a.gpu_milli = offer.milli;
   a.gpu_memory_mib = offer.memory_mib;
   a.share = true;
-  a.mig_instance = offer.mig_instance;
+  a.mig_start = offer.mig_instance >= 0
+                    ? static_cast<int8_t>(gpus_[gpu].mig[offer.mig_instance].start)
+                    : int8_t{-1};
   a.vgpu_framebuffer_gib = offer.vgpu_framebuffer_gib;
   return a;
 }
@@ -213,8 +215,10 @@ void NodeState::Apply(const TaskAllocation& a) {
   cpu_free_ -= a.cpu_milli;
   memory_free_ -= a.memory_mib;
   if (a.share) {
-    TakeShare(gpus_[__builtin_ctz(a.gpu_mask)], a.gpu_milli, a.gpu_memory_mib, a.mig_instance,
-              a.vgpu_framebuffer_gib);
+    GpuSlot& g = gpus_[__builtin_ctz(a.gpu_mask)];
+    const int instance = a.mig_start >= 0 ? FindMigInstance(g, a.mig_start) : -1;
+    TESSERA_CHECK(a.mig_start < 0 || instance >= 0, "took a MIG instance missing on " + name_);
+    TakeShare(g, a.gpu_milli, a.gpu_memory_mib, instance, a.vgpu_framebuffer_gib);
     ++running_tasks_;
     RefreshSummaries();
     return;
@@ -233,7 +237,10 @@ void NodeState::Release(const TaskAllocation& a) {
   cpu_free_ += a.cpu_milli;
   memory_free_ += a.memory_mib;
   if (a.share) {
-    ReturnShare(gpus_[__builtin_ctz(a.gpu_mask)], a.gpu_milli, a.gpu_memory_mib, a.mig_instance);
+    GpuSlot& g = gpus_[__builtin_ctz(a.gpu_mask)];
+    const int instance = a.mig_start >= 0 ? FindMigInstance(g, a.mig_start) : -1;
+    TESSERA_CHECK(a.mig_start < 0 || instance >= 0, "returned a MIG instance missing on " + name_);
+    ReturnShare(g, a.gpu_milli, a.gpu_memory_mib, instance);
     --running_tasks_;
     RefreshSummaries();
     return;

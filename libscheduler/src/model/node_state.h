@@ -32,7 +32,9 @@ struct TaskAllocation {
   // A share of one GPU (GpuSlot::OfferShare) rather than whole GPUs; a MIG 7g instance is a
   // share that counts 1000.
   bool share = false;
-  int8_t mig_instance = -1;          // the MIG instance held, an index into GpuSlot::mig.
+  // The MIG instance held, named by its first memory slice (-1: none). Not by its index in
+  // GpuSlot::mig: a re-partition that keeps the instance may renumber the layout around it.
+  int8_t mig_start = -1;
   int32_t vgpu_framebuffer_gib = 0;  // the vGPU type held.
 
   int gpu_count() const { return __builtin_popcount(gpu_mask); }

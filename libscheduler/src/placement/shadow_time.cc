@@ -104,6 +104,7 @@ std::optional<ShadowPlan> PlanShadowStart(const Cluster& cluster, const TaskShap
   for (const auto& [f, node] : ranked) {
     if (same_node && f < min_tasks) continue;
     plan.nodes.push_back(node);
+    plan.tasks.push_back(std::min(f, min_tasks - covered));
     covered += f;
     if (same_node || covered >= min_tasks) break;
   }

@@ -28,6 +28,7 @@ struct RunningTaskEnd {
 struct ShadowPlan {
   TimestampUs start_us = 0;        // when the job is expected to fit.
   std::vector<NodeIndexId> nodes;  // where; enough of them for its gang minimum.
+  std::vector<int> tasks;          // parallel to nodes: how many of its tasks go there.
 };
 
 // How many tasks of `shape` fit on `node` as it is (node is not changed).

@@ -199,6 +199,34 @@ TEST_CASE("queue tree: with a half-life, a queue that used a lot lately yields")
   CHECK(decayed.DominantShareOf(busy) == doctest::Approx(0.375).epsilon(0.001));
 }
 
+TEST_CASE("queue tree: reclaim follows guarantees up the tree and stops where paths meet") {
+  QueueTree tree;
+  tree.SetCapacity(ResourceVector{0, 0, 8000, 0});
+  v1::QueueSpec team = Queue("team");
+  team.mutable_guarantee()->set_gpu_milli(4000);
+  const QueueId t = *tree.Create(team);
+  const QueueId a = *tree.Create(Queue("team/a"));
+  const QueueId b = *tree.Create(Queue("team/b"));
+  v1::QueueSpec other_spec = Queue("other");
+  other_spec.mutable_guarantee()->set_gpu_milli(2000);
+  const QueueId other = *tree.Create(other_spec);
+  auto none = [](QueueId) { return ResourceVector(); };
+  tree.AddAllocation(b, kGpu * 2, 0);
+  tree.AddAllocation(other, kGpu * 6, 0);
+  // team/a has no guarantee of its own: its parent's claims for it, while the team stays
+  // within 4 GPUs, counting what is already being freed for it.
+  CHECK(tree.ReclaimingQueue(a, kGpu, none) == t);
+  CHECK(tree.ReclaimingQueue(a, kGpu, [&](QueueId q) {
+    return q == t ? kGpu * 2 : ResourceVector();
+  }) == std::nullopt);
+  // A sibling under the same guarantee is no victim; "other" gives back down to its own 2.
+  CHECK_FALSE(tree.MayReclaimFrom(b, t, kGpu));
+  CHECK(tree.MayReclaimFrom(other, t, kGpu * 4));
+  CHECK_FALSE(tree.MayReclaimFrom(other, t, kGpu * 5));
+  CHECK(tree.IsWithin(a, t));
+  CHECK_FALSE(tree.IsWithin(other, t));
+}
+
 TEST_CASE("queue tree: administration errors") {
   QueueTree tree;
   REQUIRE(tree.Create(Queue("a")).ok());

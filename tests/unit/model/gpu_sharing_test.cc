@@ -255,8 +255,8 @@ TEST_CASE("sharing: a stored MIG share is restored, re-creating its instance on 
   REQUIRE(RestoreShare(n, stored, a));
   n.Apply(a);
   CHECK(n.gpus()[0].mig_count == 1);  // the free 7g instance made way for the 3g at 4.
-  CHECK(MigProfileName(n.gpus()[0], a.mig_instance) == "3g.40gb");
-  CHECK(n.gpus()[0].mig[a.mig_instance].start == 4);
+  CHECK(a.mig_start == 4);
+  CHECK(MigProfileName(n.gpus()[0], FindMigInstance(n.gpus()[0], a.mig_start)) == "3g.40gb");
 
   // On a GPU whose layout the operator fixed, the share cannot be there any more.
   Cluster fixed_cluster;
@@ -264,7 +264,7 @@ TEST_CASE("sharing: a stored MIG share is restored, re-creating its instance on 
   AddMig(fixed_spec, "7g.80gb", 0);
   NodeState& fixed = Add(fixed_cluster, fixed_spec);
   TaskAllocation b = a;
-  b.mig_instance = -1;
+  b.mig_start = -1;
   CHECK_FALSE(RestoreShare(fixed, stored, b));
 }
 
