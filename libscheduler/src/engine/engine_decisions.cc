@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/failed_shapes.h"
+#include "engine/quota_charge.h"
 
 namespace tessera {
 
@@ -125,10 +126,7 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
   const int max_tasks = job.wanted_tasks - job.PlacedTasks();
   const ResourceVector per_task = job.shape.RequestVector();
 
-  // Quotas first: caps and borrowing limits along the queue's path.
-  const int allowed = queues_.TasksWithinQuota(leaf, per_task, max_tasks);
-  if (allowed < min_tasks) {
-    const std::optional<QuotaViolation> v = queues_.CheckQuota(leaf, per_task * min_tasks);
+  auto over_quota = [&](const std::optional<QuotaViolation>& v) {
     const QueueId blocker = v ? v->queue : leaf;
     if (on_failure_block_and_reserve) {
       PublishWaitingReason(job, "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
@@ -137,7 +135,10 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
       queues_.BlockOnQuota(leaf, blocker);
     }
     return PlaceAttempt::kOverQuota;
-  }
+  };
+  // Quotas first: caps and borrowing limits along the queue's path.
+  const int allowed = queues_.TasksWithinQuota(leaf, per_task, max_tasks);
+  if (allowed < min_tasks) return over_quota(queues_.CheckQuota(leaf, per_task * min_tasks));
 
   // Nodes reserved for another job are open to this one only if it ends before they are needed.
   const std::optional<TimestampUs> ends_by =
@@ -168,6 +169,11 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
       if (queues_.PendingCount(leaf) > 1) backfill_due_ = true;
     }
     return PlaceAttempt::kDoesNotFit;
+  }
+  // Charged what the chosen GPUs give, which the check above could only bound from below.
+  if (std::optional<QuotaViolation> v =
+          KeepWithinQuota(queues_, leaf, placer_, result, min_tasks)) {
+    return over_quota(v);
   }
   PlaceResult(leaf, job, std::move(result));
   return PlaceAttempt::kPlaced;
