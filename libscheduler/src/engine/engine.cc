@@ -234,7 +234,7 @@ void Engine::Resume() {
 }
 
 bool Engine::HasDecisionWork() const {
-  if (paused_ || store_degraded_) return false;
+  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
   return capacity_freed_ || queues_.PickLeaf().has_value();
 }
 

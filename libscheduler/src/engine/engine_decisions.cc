@@ -10,7 +10,7 @@
 namespace tessera {
 
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
-  if (paused_ || store_degraded_) return false;
+  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
   if (capacity_freed_) {
     queues_.UnblockCapacity();
     capacity_freed_ = false;

@@ -167,9 +167,8 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
         IndexTask(job, t);
         queues_.AddAllocation(job.queue, t.allocation.Vector(), clock_.NowUs());
         job.allocated += t.allocation.Vector();
-      } else if (live && live->count(TaskRef{job.id, job.attempt, t.index})) {
-        executor_->Stop(TaskRef{job.id, job.attempt, t.index}, 0);
       }
+      // Tasks found alive of a job that is requeued are stopped by StopSupersededTasks.
     }
     if (!all_alive && job.state == v1::PREEMPTING) {
       // It was being preempted when the scheduler stopped: finish that, not a loss.
@@ -321,6 +320,14 @@ void Engine::OnTaskStarted(const TaskRef& ref) {
 }
 
 void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
+  if (superseded_stopping_.erase(ref) != 0) {
+    if (superseded_stopping_.empty()) {
+      spdlog::info("the tasks of superseded attempts have exited; decisions resume");
+      capacity_freed_ = true;
+      host_.RequestDecisions();
+    }
+    return;
+  }
   JobRecord* job = FindJob(ref.job);
   if (!job) return;
   PlacedTask* task = FindTask(*job, ref);
