@@ -277,7 +277,8 @@ class Engine final : public ExecutorEvents {
   // engine_health.cc
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
   void ClearFailedGpus(NodeState& node);
-  void PersistNodeEvent(const std::string& node, const std::string& reason);
+  void PersistNodeEvent(const std::string& node, const std::string& reason,
+                        v1::EventKind kind = v1::NODE_UPDATED);
   void UnindexTask(uint64_t job, PlacedTask& task);
 
   const Options options_;

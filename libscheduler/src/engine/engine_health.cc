@@ -98,10 +98,11 @@ void Engine::ClearFailedGpus(NodeState& node) {
   if (cleared) placer_.Refresh(node.id());
 }
 
-void Engine::PersistNodeEvent(const std::string& node, const std::string& reason) {
+void Engine::PersistNodeEvent(const std::string& node, const std::string& reason,
+                              v1::EventKind kind) {
   v1::Event event;
   event.set_time_us(clock_.NowUs());
-  event.set_kind(v1::NODE_UPDATED);
+  event.set_kind(kind);
   event.set_node(node);
   event.set_reason(reason);
   host_.PersistEvent(std::move(event));

@@ -31,8 +31,14 @@ PlacedTask* Engine::FindTask(JobRecord& job, const TaskRef& ref) {
 void Engine::SetState(JobRecord& job, v1::JobState state) {
   const v1::JobState old = job.state;
   if (old == state) return;
-  if (old == v1::PENDING) --pending_jobs_;
-  if (state == v1::PENDING) ++pending_jobs_;
+  if (old == v1::PENDING) {
+    --pending_jobs_;
+    queues_.AdjustPendingJobs(job.queue, -1);
+  }
+  if (state == v1::PENDING) {
+    ++pending_jobs_;
+    queues_.AdjustPendingJobs(job.queue, 1);
+  }
   const bool was_running = IsRunningState(old);
   const bool is_running = IsRunningState(state);
   if (was_running != is_running) {
