@@ -321,6 +321,11 @@ class Engine final : public ExecutorEvents {
   std::set<uint64_t> elastic_jobs_;         // running elastic jobs.
   std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
   std::set<TaskRef> superseded_stopping_;   // StopSupersededTasks: stopped, not yet exited.
+  // Exits reported for tasks the engine did not hold (at most kMaxUnclaimedExits, those of the
+  // lowest job ids forgotten first): a restarted executor may report one before the engine has
+  // its list of live tasks, in which that task then must not be waited for.
+  static constexpr size_t kMaxUnclaimedExits = 4096;
+  std::set<TaskRef> unclaimed_exits_;
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
   std::map<int32_t, EarliestTime> preemptible_running_;

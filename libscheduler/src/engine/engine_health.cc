@@ -150,7 +150,7 @@ void Engine::StopSupersededTasks(const std::vector<TaskRef>& live) {
     PlacedTask* task = job ? FindTask(*job, ref) : nullptr;
     if (task != nullptr && !task->exited && task->launched) continue;  // the engine holds it.
     executor_->Stop(ref, 0);
-    superseded_stopping_.insert(ref);
+    if (unclaimed_exits_.erase(ref) == 0) superseded_stopping_.insert(ref);  // still running.
   }
   if (!superseded_stopping_.empty()) {
     const TaskRef& first = *superseded_stopping_.begin();

@@ -335,9 +335,13 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
     return;
   }
   JobRecord* job = FindJob(ref.job);
-  if (!job) return;
-  PlacedTask* task = FindTask(*job, ref);
-  if (!task || task->exited) return;
+  PlacedTask* task = job ? FindTask(*job, ref) : nullptr;
+  if (!task || task->exited) {
+    unclaimed_exits_.insert(ref);
+    if (unclaimed_exits_.size() > kMaxUnclaimedExits)
+      unclaimed_exits_.erase(unclaimed_exits_.begin());
+    return;
+  }
   task->exit_code = exit_code;
   ReleaseTask(*job, *task);
   if (task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0) {
