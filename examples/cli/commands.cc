@@ -175,8 +175,8 @@ ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& f
       return UsageError(status.message());
     }
   } else {
-    if (flags.queue.empty()) return UsageError("submit needs -f FILE or --queue");
-    // The defaults of tessera::JobSpecBuilder: one task of 1 CPU and 1 GiB.
+    // Without --queue the server puts the job in its default queue. The defaults of
+    // tessera::JobSpecBuilder: one task of 1 CPU and 1 GiB.
     spec.mutable_task()->set_cpu_milli(1000);
     spec.mutable_task()->set_memory_mib(1024);
   }

@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
                    "JobSpec as YAML, or JSON when the name ends in .json (docs/cli.md); "
                    "flags given as well override its fields")
       ->check(CLI::ExistingFile);
-  submit_cmd->add_option("--queue", submit.queue, "leaf queue, e.g. research/vision");
+  submit_cmd->add_option("--queue", submit.queue,
+                         "leaf queue, e.g. research/vision (default: the server's default queue)");
   submit_cmd->add_option("--name", submit.name, "job name");
   submit_cmd->add_option("--priority-class", submit.priority_class, "priority class name");
   submit_cmd->add_option("--tasks", submit.tasks, "number of tasks (default 1)")

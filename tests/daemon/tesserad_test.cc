@@ -101,6 +101,13 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     CHECK(daemon.Call(verb::get, "/v1/jobs/" + id + ":cancel").status == 405);
   }
 
+  SUBCASE("jobs: a spec naming no queue goes to the default queue") {
+    Reply submitted = daemon.Call(verb::post, "/v1/jobs",
+                                  R"({"task":{"cpuMilli":1000,"memoryMib":1024}})", kAdmin);
+    CHECK(submitted.status == 200);
+    CHECK(submitted.body.find("\"queue\":\"default\"") != std::string::npos);
+  }
+
   SUBCASE("queues: create, get, update, delete") {
     Reply created = daemon.Call(verb::post, "/v1/queues", R"({"name":"research","weight":2})");
     CHECK(created.status == 200);

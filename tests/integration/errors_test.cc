@@ -18,7 +18,6 @@ struct BadSpec {
 TEST_CASE("errors: invalid job specs are refused, naming the field") {
   auto t = OpenCluster(OneNode(8));
   const std::vector<BadSpec> cases = {
-      {"no queue", [](v1::JobSpec& s) { s.clear_queue(); }, "queue: required"},
       {"bad queue path", [](v1::JobSpec& s) { s.set_queue("a//b"); }, "queue: 'a//b'"},
       {"no task", [](v1::JobSpec& s) { s.clear_task(); }, "task: required"},
       {"zero cpu", [](v1::JobSpec& s) { s.mutable_task()->set_cpu_milli(0); }, "task.cpu_milli"},
@@ -96,6 +95,21 @@ TEST_CASE("errors: invalid job specs are refused, naming the field") {
     CHECK_MESSAGE(job.status().message().rfind(c.field, 0) == 0, job.status().message());
   }
   CHECK(CountStates(t.scheduler.get()).empty());  // nothing was stored.
+}
+
+TEST_CASE("errors: a job naming no queue goes to the default queue, or is refused without one") {
+  auto t = OpenCluster(OneNode(8));
+  v1::JobSpec spec = JobSpecBuilder("default").Build();
+  spec.clear_queue();
+  const v1::Job placed = MustSubmit(t.scheduler.get(), spec);
+  CHECK(placed.spec().queue() == "default");
+
+  Options options;
+  options.default_queue = "";
+  auto none = OpenCluster(OneNode(8), options);
+  auto refused = none->Submit(spec);
+  CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+  CHECK(refused.status().message().rfind("queue: required", 0) == 0);
 }
 
 TEST_CASE("errors: submitting to a missing queue or to a parent queue") {

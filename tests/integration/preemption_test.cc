@@ -121,16 +121,23 @@ TEST_CASE("preemption: a queue below its guarantee reclaims what another queue b
   CHECK(CountStates(s, "bronze")[v1::PENDING] == 4);
 }
 
-TEST_CASE("preemption: an elastic job shrinks before anyone is preempted") {
+TEST_CASE("preemption: an elastic job shrinks before anyone is preempted, once past min_runtime") {
   auto t = OpenCluster(OneNode(8));
   Scheduler* s = t.scheduler.get();
   const uint64_t elastic =
       MustSubmit(s, JobSpecBuilder("default").Elastic(2, 8).Gpus(1).Build()).id();
   t->WaitIdle();
   REQUIRE(MustGet(s, elastic).status().placements_size() == 8);
-  // A job of the same priority, seconds later: no priority preemption, but a shrink.
+  // A job of the same priority, seconds later: no priority preemption, but a shrink, once the
+  // elastic job has run its minimum runtime (60 s by default), as for any victim.
   t.clock->AdvanceUs(5 * kSecond);
   const uint64_t newcomer = MustSubmit(s, JobSpecBuilder("default").Gpus(3).Build()).id();
+  t->WaitIdle();
+  CHECK(StateOf(s, newcomer) == v1::PENDING);
+  t.clock->AdvanceUs(54 * kSecond);
+  t->WaitIdle();
+  CHECK(StateOf(s, newcomer) == v1::PENDING);
+  t.clock->AdvanceUs(1 * kSecond);
   t->WaitIdle();
   CHECK(StateOf(s, newcomer) == v1::RUNNING);
   const v1::Job shrunk = MustGet(s, elastic);
@@ -142,7 +149,12 @@ TEST_CASE("preemption: an elastic job shrinks before anyone is preempted") {
   REQUIRE(events.ok());
   bool shrink_logged = false;
   for (const v1::Event& e : *events) {
-    shrink_logged |= e.job_id() == elastic && e.reason().find("8 -> 5 tasks") != std::string::npos;
+    if (e.job_id() != elastic || e.reason().find("8 -> 5 tasks") == std::string::npos) continue;
+    shrink_logged = true;
+    // Not "(higher priority)": both jobs have the same.
+    CHECK(e.reason() == "shrinking to make room for job " + std::to_string(newcomer) +
+                            " (equal priority; tasks above the elastic minimum give way): "
+                            "8 -> 5 tasks");
   }
   CHECK(shrink_logged);
   CHECK(shrunk.status().preemptions() == 0);

@@ -219,3 +219,61 @@ TEST_CASE(
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+Options TestBackendOptions(const std::string& store, std::shared_ptr<ManualClock> clock,
+                           const std::string& config) {
+  Options options;
+  options.store.path = store;
+  options.clock = std::move(clock);
+  PluginOptions plugin;
+  plugin.plugin = std::string(TESSERA_TEST_PLUGIN_DIR) + "/libtessera_plugin_test_backend.so";
+  plugin.config = config;
+  options.executor_plugin = plugin;
+  return options;
+}
+
+TEST_CASE("recovery: a task of a superseded attempt is stopped before its GPUs are used again") {
+  ScratchDir dir;
+  auto clock = std::make_shared<ManualClock>();
+  const std::string store = dir.File("state.db");
+  uint64_t job = 0;
+  {
+    auto t = Open(TestBackendOptions(store, clock, "nodes=1"));
+    job = MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(8).Build()).id();
+    t->WaitIdle();
+    REQUIRE(MustGet(t.scheduler.get(), job).status().state() == v1::RUNNING);
+  }
+  {
+    // The backend lost sight of attempt 1 (as a crash-looping plugin does): the job is
+    // requeued as attempt 2, which has nowhere to run yet.
+    auto t = Open(TestBackendOptions(store, clock, "nodes=0"));
+    t->WaitIdle();
+    const v1::Job requeued = MustGet(t.scheduler.get(), job);
+    REQUIRE(requeued.status().attempt() == 2);
+    REQUIRE(requeued.status().state() == v1::PENDING);
+  }
+  // Attempt 1's task is still running on test-0, which is back: it is stopped, and attempt 2
+  // waits for it to be gone (5 s after the stop) before it takes the node's GPUs.
+  auto t = Open(TestBackendOptions(
+      store, clock,
+      "nodes=1\nleftover_job=" + std::to_string(job) + "\nleftover_attempt=1\nstop_delay_ms=5000"));
+  Scheduler* s = t.scheduler.get();
+  t->WaitIdle();
+  CHECK(MustGet(s, job).status().state() == v1::PENDING);
+  clock->AdvanceUs(4'000'000);
+  t->WaitIdle();
+  CHECK(MustGet(s, job).status().state() == v1::PENDING);
+  clock->AdvanceUs(1'000'000);
+  t->WaitIdle();
+  const v1::Job running = MustGet(s, job);
+  CHECK(running.status().state() == v1::RUNNING);
+  CHECK(running.status().attempt() == 2);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -8,6 +8,10 @@
 //                        node test-0
 //   crash_on_job=J       on_launch of job J's first attempt calls abort() (a crashing plugin;
 //                        run it isolated). Later attempts, and other jobs, run normally.
+//   leftover_job=J       task 0 of job J's attempt leftover_attempt (default 1) is running on
+//                        test-0 at start, as tasks that outlived a host restart are, and
+//                        on_reconcile lists it until it is stopped
+//   stop_delay_ms=MS     a stopped task exits MS later on the host's clock, not at once
 // Tasks start at once; a task with simulation.duration_ms ends that long later on the host's
 // clock, reported by on_poll_events (like the sim backend).
 #include <chrono>
@@ -44,12 +48,24 @@ class TestBackend : public tessera::plugin::Plugin {
         launch_error_ = value != 0;
       else if (key == "crash_on_job")
         crash_on_job_ = static_cast<uint64_t>(value);
+      else if (key == "leftover_job")
+        leftover_job_ = static_cast<uint64_t>(value);
+      else if (key == "leftover_attempt")
+        leftover_attempt_ = static_cast<int32_t>(value);
+      else if (key == "stop_delay_ms")
+        stop_delay_ms_ = value;
       else if (key == "xid_gpu")
         xid_gpu_ = static_cast<int>(value);
       else if (key == "reject")
         return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "reject: set");
       else
         return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, key + ": unknown key");
+    }
+    if (leftover_job_ != 0) {
+      v1::TaskRef ref;
+      ref.set_job(leftover_job_);
+      ref.set_attempt(leftover_attempt_);
+      tasks_[KeyOf(ref)] = Task{ref, 0, 0};
     }
     return PluginStatus::Ok();
   }
@@ -97,6 +113,11 @@ class TestBackend : public tessera::plugin::Plugin {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = tasks_.find(KeyOf(request.ref()));
     if (it == tasks_.end()) return PluginStatus::Ok();
+    if (stop_delay_ms_ > 0) {
+      it->second.ends_us = host().NowUs() + stop_delay_ms_ * 1000;
+      it->second.exit_code = 137;
+      return PluginStatus::Ok();
+    }
     Exit(it->second.ref, 143);
     tasks_.erase(it);
     return PluginStatus::Ok();
@@ -161,6 +182,9 @@ class TestBackend : public tessera::plugin::Plugin {
   int xid_gpu_ = -1;
   bool xid_reported_ = false;
   uint64_t crash_on_job_ = 0;
+  uint64_t leftover_job_ = 0;
+  int32_t leftover_attempt_ = 1;
+  long stop_delay_ms_ = 0;
   std::mutex mu_;
   std::map<Key, Task> tasks_;
 };

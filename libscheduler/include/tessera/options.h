@@ -208,8 +208,9 @@ struct Options {
   std::vector<PriorityClass> priority_classes = DefaultPriorityClasses();
   std::string default_priority_class = "normal";
 
-  // Leaf queue created on first open of an empty store, so jobs can be submitted at once.
-  // Empty means no queue is created.
+  // Leaf queue created on first open of an empty store, so jobs can be submitted at once; a job
+  // that names no queue goes there. Empty means no queue is created and every job must name
+  // its queue ("queue: required").
   std::string default_queue = "default";
 
   // Time source. Null means the real system clock.

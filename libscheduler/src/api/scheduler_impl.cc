@@ -220,6 +220,7 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
   const std::set<TaskRef> live(live_tasks.begin(), live_tasks.end());
   TESSERA_RETURN_IF_ERROR(
       store_->LoadLiveJobs([&](v1::Job&& job) { engine_->AddJob(job, &live); }));
+  engine_->StopSupersededTasks(live_tasks);
 
   if (!clock_->IsRealTime()) {
     clock_listener_ =

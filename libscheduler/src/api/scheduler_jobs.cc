@@ -14,9 +14,17 @@ constexpr int kMaxWatchEvents = 10000;
 
 }  // namespace
 
-void SchedulerImpl::SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& options,
+void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOptions& options,
                                 std::function<void(StatusOr<v1::Job>)> done) {
   if (Status open = CheckOpen(); !open.ok()) return done(open);
+  // A job that names no queue goes to the default queue, when there is one.
+  v1::JobSpec in_default_queue;
+  const bool to_default = submitted.queue().empty() && !options_.default_queue.empty();
+  if (to_default) {
+    in_default_queue = submitted;
+    in_default_queue.set_queue(options_.default_queue);
+  }
+  const v1::JobSpec& spec = to_default ? in_default_queue : submitted;
   if (Status valid = ValidateJobSpec(spec); !valid.ok()) return done(valid);
   StatusOr<PriorityClass> priority = ResolvePriorityClass(options_, spec.priority_class());
   if (!priority.ok()) return done(priority.status());

@@ -106,14 +106,12 @@ std::vector<v1::Node> Engine::Nodes() const {
     spec->set_name(n.name());
     spec->set_cpu_milli(cap.cpu_milli());
     spec->set_memory_mib(cap.memory_mib());
-    if (!n.rack().empty()) (*spec->mutable_labels())["rack"] = n.rack();
+    spec->mutable_labels()->insert(cluster_.labels(n.id()).begin(), cluster_.labels(n.id()).end());
     for (size_t i = 0; i < n.gpus().size(); ++i) {
       v1::GpuDevice* gpu = spec->add_gpus();
       gpu->set_index(static_cast<int32_t>(i));
       gpu->set_model(cluster_.models().Name(n.model()));
-      gpu->set_memory_mib(n.gpus()[i].memory_mib);
-      gpu->set_nvlink_domain(n.gpus()[i].nvlink_domain);
-      gpu->set_healthy(n.gpus()[i].healthy);
+      DescribeGpu(n.gpus()[i], *gpu);
     }
     v1::NodeStatus* status = node.mutable_status();
     status->set_cordoned(n.cordoned());
@@ -151,12 +149,9 @@ void Engine::InventoryUpdated() {
 // --- Queues --------------------------------------------------------------------------------
 
 bool Engine::QueueHoldsJobs(QueueId q) const {
+  // Infeasible jobs count as pending (QueueTree::AdjustPendingJobs).
   const v1::QueueStatus status = queues_.StatusOf(q);
-  if (status.pending_jobs() > 0 || status.running_jobs() > 0) return true;
-  for (uint64_t id : infeasible_jobs_) {
-    if (jobs_.at(id).queue == q) return true;
-  }
-  return false;
+  return status.pending_jobs() > 0 || status.running_jobs() > 0;
 }
 
 Status Engine::CheckQueueChange(const v1::QueueSpec& spec, bool create) const {
@@ -238,7 +233,7 @@ void Engine::Resume() {
 }
 
 bool Engine::HasDecisionWork() const {
-  if (paused_ || store_degraded_) return false;
+  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
   return capacity_freed_ || queues_.PickLeaf().has_value();
 }
 

@@ -116,8 +116,17 @@ class Engine final : public ExecutorEvents {
   void LoseExecutor(const std::string& why);
   // A restarted executor (an isolated plugin's new instance) took over: the nodes LoseExecutor
   // cordoned are uncordoned (unless an operator set their flags since), and `live`, the tasks it
-  // still reports, are stopped unless the engine holds them, so no job runs twice.
+  // still reports, are stopped unless the engine holds them (StopSupersededTasks).
   void RegainExecutor(const std::vector<TaskRef>& live);
+  // `live` are the tasks the executor reports alive after a restart (of the scheduler or of the
+  // executor), once the engine has reloaded the jobs it keeps. Each one the engine does not hold
+  // as a running task of its job's current attempt (a superseded attempt, a finished or unknown
+  // job) is stopped at once, and no decision is made until every one of them has exited: the
+  // engine does not know which GPUs such a task holds, so nothing may be placed before they are
+  // free. So nothing runs twice.
+  void StopSupersededTasks(const std::vector<TaskRef>& live);
+  // Tasks of superseded attempts still being stopped; decisions wait while there are any.
+  size_t superseded_tasks_stopping() const { return superseded_stopping_.size(); }
 
   // --- Durability.
   // The store refused `update` (see EngineHost::Persist): decisions pause, and it is retried
@@ -274,7 +283,8 @@ class Engine final : public ExecutorEvents {
   // engine_health.cc
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
   void ClearFailedGpus(NodeState& node);
-  void PersistNodeEvent(const std::string& node, const std::string& reason);
+  void PersistNodeEvent(const std::string& node, const std::string& reason,
+                        v1::EventKind kind = v1::NODE_UPDATED);
   void UnindexTask(uint64_t job, PlacedTask& task);
 
   const Options options_;
@@ -316,6 +326,12 @@ class Engine final : public ExecutorEvents {
   bool growth_due_ = false;                 // capacity freed or an elastic job started.
   std::set<uint64_t> elastic_jobs_;         // running elastic jobs.
   std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
+  std::set<TaskRef> superseded_stopping_;   // StopSupersededTasks: stopped, not yet exited.
+  // Exits reported for tasks the engine did not hold (at most kMaxUnclaimedExits, those of the
+  // lowest job ids forgotten first): a restarted executor may report one before the engine has
+  // its list of live tasks, in which that task then must not be waited for.
+  static constexpr size_t kMaxUnclaimedExits = 4096;
+  std::set<TaskRef> unclaimed_exits_;
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
   std::map<int32_t, EarliestTime> preemptible_running_;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/failed_shapes.h"
+#include "engine/quota_charge.h"
 
 namespace tessera {
 namespace {
@@ -15,7 +16,7 @@ constexpr char kTwinDoesNotFit[] = "waiting for capacity: a job asking no less d
 }  // namespace
 
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
-  if (paused_ || store_degraded_) return false;
+  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
   if (capacity_freed_) {
     queues_.UnblockCapacity();
     capacity_freed_ = false;
@@ -137,10 +138,7 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
   const int max_tasks = job.wanted_tasks - job.PlacedTasks();
   const ResourceVector per_task = job.shape.RequestVector();
 
-  // Quotas first: caps and borrowing limits along the queue's path.
-  const int allowed = queues_.TasksWithinQuota(leaf, per_task, max_tasks);
-  if (allowed < min_tasks) {
-    const std::optional<QuotaViolation> v = queues_.CheckQuota(leaf, per_task * min_tasks);
+  auto over_quota = [&](const std::optional<QuotaViolation>& v) {
     const QueueId blocker = v ? v->queue : leaf;
     // Every job that waits says why, the ones behind a blocked head included.
     PublishWaitingReason(job, "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
@@ -148,7 +146,10 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
                                   ResourceName(v ? v->resource : 0));
     if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, blocker);
     return PlaceAttempt::kOverQuota;
-  }
+  };
+  // Quotas first: caps and borrowing limits along the queue's path.
+  const int allowed = queues_.TasksWithinQuota(leaf, per_task, max_tasks);
+  if (allowed < min_tasks) return over_quota(queues_.CheckQuota(leaf, per_task * min_tasks));
 
   // Nodes reserved for another job are open to this one only if it ends before they are needed.
   const std::optional<TimestampUs> ends_by =
@@ -179,6 +180,11 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
       if (queues_.PendingCount(leaf) > 1) backfill_due_ = true;
     }
     return PlaceAttempt::kDoesNotFit;
+  }
+  // Charged what the chosen GPUs give, which the check above could only bound from below.
+  if (std::optional<QuotaViolation> v =
+          KeepWithinQuota(queues_, leaf, placer_, result, min_tasks)) {
+    return over_quota(v);
   }
   PlaceResult(leaf, job, std::move(result));
   return PlaceAttempt::kPlaced;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/engine.h"
+#include "engine/quota_charge.h"
 
 namespace tessera {
 
@@ -30,7 +31,7 @@ void Engine::GrowElastic() {
       if (queues_.TasksWithinQuota(job->queue, job->shape.RequestVector(), 1) < 1) continue;
       reservation_filter_->SetPlacing(job->id, std::nullopt);
       PlacementResult result = placer_.Place(job->shape, 1, 1, job->same_node);
-      if (!result.placed()) continue;
+      if (!result.placed() || KeepWithinQuota(queues_, job->queue, placer_, result, 1)) continue;
       const int before = job->LiveTasks();
       PlaceResult(job->queue, *job, std::move(result));
       executor_->Resize(TaskRef{job->id, job->attempt, 0}, before + 1);

@@ -1,5 +1,8 @@
 // GPU health: telemetry from backends marks a GPU failed (fatal ECC or XID errors: no more
-// work, its tasks requeued) or too hot (no new work until it cools below a lower mark).
+// work, its tasks requeued) or too hot (no new work until it cools below a lower mark); an
+// executor lost and regained, and the tasks of superseded attempts it still runs.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "engine/engine.h"
@@ -95,10 +98,11 @@ void Engine::ClearFailedGpus(NodeState& node) {
   if (cleared) placer_.Refresh(node.id());
 }
 
-void Engine::PersistNodeEvent(const std::string& node, const std::string& reason) {
+void Engine::PersistNodeEvent(const std::string& node, const std::string& reason,
+                              v1::EventKind kind) {
   v1::Event event;
   event.set_time_us(clock_.NowUs());
-  event.set_kind(v1::NODE_UPDATED);
+  event.set_kind(kind);
   event.set_node(node);
   event.set_reason(reason);
   host_.PersistEvent(std::move(event));
@@ -126,11 +130,9 @@ void Engine::LoseExecutor(const std::string& why) {
 }
 
 void Engine::RegainExecutor(const std::vector<TaskRef>& live) {
-  for (const TaskRef& ref : live) {
-    JobRecord* job = FindJob(ref.job);
-    PlacedTask* task = job ? FindTask(*job, ref) : nullptr;
-    if (task == nullptr || task->exited || !task->launched) executor_->Stop(ref, 0);
-  }
+  // What the lost executor was stopping is reported again by this one if it still runs.
+  superseded_stopping_.clear();
+  StopSupersededTasks(live);
   for (NodeIndexId id : cordoned_by_loss_) {
     NodeState& node = cluster_.node(id);
     if (!node.present()) continue;
@@ -140,6 +142,23 @@ void Engine::RegainExecutor(const std::vector<TaskRef>& live) {
   cordoned_by_loss_.clear();
   capacity_freed_ = true;
   host_.RequestDecisions();
+}
+
+void Engine::StopSupersededTasks(const std::vector<TaskRef>& live) {
+  for (const TaskRef& ref : live) {
+    JobRecord* job = FindJob(ref.job);
+    PlacedTask* task = job ? FindTask(*job, ref) : nullptr;
+    if (task != nullptr && !task->exited && task->launched) continue;  // the engine holds it.
+    executor_->Stop(ref, 0);
+    if (unclaimed_exits_.erase(ref) == 0) superseded_stopping_.insert(ref);  // still running.
+  }
+  if (!superseded_stopping_.empty()) {
+    const TaskRef& first = *superseded_stopping_.begin();
+    spdlog::warn(
+        "{} task(s) of superseded attempts still run (the first: job {} attempt {} task {}); "
+        "stopping them, and placing nothing until they have exited",
+        superseded_stopping_.size(), first.job, first.attempt, first.task);
+  }
 }
 
 }  // namespace tessera

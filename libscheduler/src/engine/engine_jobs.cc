@@ -31,8 +31,14 @@ PlacedTask* Engine::FindTask(JobRecord& job, const TaskRef& ref) {
 void Engine::SetState(JobRecord& job, v1::JobState state) {
   const v1::JobState old = job.state;
   if (old == state) return;
-  if (old == v1::PENDING) --pending_jobs_;
-  if (state == v1::PENDING) ++pending_jobs_;
+  if (old == v1::PENDING) {
+    --pending_jobs_;
+    queues_.AdjustPendingJobs(job.queue, -1);
+  }
+  if (state == v1::PENDING) {
+    ++pending_jobs_;
+    queues_.AdjustPendingJobs(job.queue, 1);
+  }
   const bool was_running = IsRunningState(old);
   const bool is_running = IsRunningState(state);
   if (was_running != is_running) {
@@ -167,9 +173,8 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
         IndexTask(job, t);
         queues_.AddAllocation(job.queue, t.allocation.Vector(), clock_.NowUs());
         job.allocated += t.allocation.Vector();
-      } else if (live && live->count(TaskRef{job.id, job.attempt, t.index})) {
-        executor_->Stop(TaskRef{job.id, job.attempt, t.index}, 0);
       }
+      // Tasks found alive of a job that is requeued are stopped by StopSupersededTasks.
     }
     if (!all_alive && job.state == v1::PREEMPTING) {
       // It was being preempted when the scheduler stopped: finish that, not a loss.
@@ -321,10 +326,22 @@ void Engine::OnTaskStarted(const TaskRef& ref) {
 }
 
 void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
+  if (superseded_stopping_.erase(ref) != 0) {
+    if (superseded_stopping_.empty()) {
+      spdlog::info("the tasks of superseded attempts have exited; decisions resume");
+      capacity_freed_ = true;
+      host_.RequestDecisions();
+    }
+    return;
+  }
   JobRecord* job = FindJob(ref.job);
-  if (!job) return;
-  PlacedTask* task = FindTask(*job, ref);
-  if (!task || task->exited) return;
+  PlacedTask* task = job ? FindTask(*job, ref) : nullptr;
+  if (!task || task->exited) {
+    unclaimed_exits_.insert(ref);
+    if (unclaimed_exits_.size() > kMaxUnclaimedExits)
+      unclaimed_exits_.erase(unclaimed_exits_.begin());
+    return;
+  }
   task->exit_code = exit_code;
   ReleaseTask(*job, *task);
   if (task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0) {

@@ -99,13 +99,19 @@ bool Engine::RepartitionMigFor(const JobRecord& job, int min_tasks) {
     }
     node.SetMigLayout(c.gpu, plan->layout);
     std::vector<v1::MigInstance> layout;
+    std::string described;
     for (const mig::Instance& instance : plan->layout) {
       v1::MigInstance m;
       m.set_profile(std::string(gpu.mig_model->names[static_cast<int>(instance.kind)]));
       m.set_start(instance.start);
+      described += (described.empty() ? "" : " ") + m.profile() + "@" + std::to_string(m.start());
       layout.push_back(std::move(m));
     }
     executor_->ApplyMigLayout(node.name(), c.gpu, layout);
+    PersistNodeEvent(node.name(),
+                     "GPU " + std::to_string(c.gpu) + " re-partitioned to " + described +
+                         " for job " + std::to_string(job.id),
+                     v1::MIG_LAYOUT_CHANGED);
     placer_.Refresh(node.id());
     spdlog::info("re-partitioned MIG GPU {} of {} for job {}: {} instance(s) now offered", c.gpu,
                  node.name(), job.id, plan->satisfied);

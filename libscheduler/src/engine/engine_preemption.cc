@@ -115,6 +115,12 @@ bool Engine::TryPreempt(JobRecord& job) {
     }
     const int live = v.LiveTasks();
     if (v.elastic && live > v.gang_min && v.key.priority <= job.key.priority) {
+      // A shrink stops tasks like a preemption does: the same minimum runtime protects them.
+      if (!preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
+        const TimestampUs allowed = preemption_guard_.AllowedAt(v.start_time_us, v.preempted_at_us);
+        if (retry_at == 0 || allowed < retry_at) retry_at = allowed;
+        return it->second;
+      }
       int extra = live - v.gang_min;
       for (auto t = v.tasks.rbegin(); t != v.tasks.rend() && extra > 0; ++t) {
         if (t->exited || t->stopping) continue;
@@ -202,8 +208,14 @@ bool Engine::TryPreempt(JobRecord& job) {
   // reserved for it, until the victims' grace periods are over and their tasks are gone; the
   // jobs behind it may meanwhile make their own room.
   int64_t grace_us = 0;
-  const std::string why = "to make room for job " + std::to_string(job.id) +
-                          (reclaim ? " (queue below its guarantee)" : " (higher priority)");
+  // Why each victim gives way: a lower priority, its queue's borrowing while this one is below
+  // its guarantee, or (shrinks of an equal priority) tasks above its elastic minimum.
+  auto why = [&](const JobRecord& victim) {
+    return "to make room for job " + std::to_string(job.id) +
+           (victim.key.priority < job.key.priority ? " (higher priority)"
+            : reclaim                              ? " (queue below its guarantee)"
+                      : " (equal priority; tasks above the elastic minimum give way)");
+  };
   std::unordered_map<uint64_t, std::vector<const Victim*>> shrinks;
   for (const Victim* v : plan->victims) {
     JobRecord& victim = jobs_.at(v->job);
@@ -213,12 +225,13 @@ bool Engine::TryPreempt(JobRecord& job) {
       shrinks[v->job].push_back(v);
     } else {
       ++preempted_;
-      Preempt(victim, "preempted " + why);
+      Preempt(victim, "preempted " + why(victim));
     }
   }
   for (const auto& [victim_id, tasks] : shrinks) {
     ++preempted_;
-    Shrink(jobs_.at(victim_id), tasks, "shrinking " + why);
+    JobRecord& victim = jobs_.at(victim_id);
+    Shrink(victim, tasks, "shrinking " + why(victim));
   }
   // Hold on each node what the victims free there for this job.
   std::vector<ResourceVector> held(plan->nodes.size());

@@ -63,7 +63,7 @@ StatusOr<QueueId> QueueTree::Create(const v1::QueueSpec& spec) {
     }
     parent = *p;
     const QueueNode& pn = nodes_[parent];
-    if (IsLeaf(parent) && (!pn.pending.empty() || pn.running_jobs > 0)) {
+    if (IsLeaf(parent) && (!pn.pending.empty() || pn.pending_jobs > 0 || pn.running_jobs > 0)) {
       return FailedPreconditionError("queue '" + spec.name() + "': parent '" + parent_name +
                                      "' holds jobs, so it must stay a leaf queue");
     }
@@ -103,7 +103,7 @@ Status QueueTree::Delete(const std::string& name) {
   if (!n.children.empty()) {
     return FailedPreconditionError("queue '" + name + "' has child queues; delete them first");
   }
-  if (!n.pending.empty() || n.running_jobs > 0) {
+  if (!n.pending.empty() || n.pending_jobs > 0 || n.running_jobs > 0) {
     return FailedPreconditionError("queue '" + name + "' has unfinished jobs");
   }
   QueueNode& parent = nodes_[n.parent];
@@ -173,6 +173,13 @@ size_t QueueTree::PendingCount(QueueId q) const {
 void QueueTree::AdjustRunning(QueueId leaf, int delta) {
   for (QueueId q = leaf;; q = nodes_[q].parent) {
     nodes_[q].running_jobs += delta;
+    if (q == kRoot) break;
+  }
+}
+
+void QueueTree::AdjustPendingJobs(QueueId leaf, int delta) {
+  for (QueueId q = leaf;; q = nodes_[q].parent) {
+    nodes_[q].pending_jobs += delta;
     if (q == kRoot) break;
   }
 }
@@ -419,7 +426,7 @@ v1::QueueStatus QueueTree::StatusOf(QueueId q) const {
   const QueueNode& n = nodes_[q];
   *status.mutable_allocated() = n.allocated.ToProto();
   status.set_dominant_share(DominantShareOf(q));
-  status.set_pending_jobs(static_cast<int64_t>(PendingCount(q)));
+  status.set_pending_jobs(n.pending_jobs);
   status.set_running_jobs(n.running_jobs);
   return status;
 }

@@ -70,6 +70,9 @@ class QueueTree {
   std::optional<PendingKey> Head(QueueId leaf) const;
   size_t PendingCount(QueueId q) const;  // the whole subtree
   void AdjustRunning(QueueId leaf, int delta);
+  // Jobs in state PENDING, whether in the pending order, infeasible or set aside while their
+  // victims stop: what QueueStatus.pending_jobs reports for the subtree.
+  void AdjustPendingJobs(QueueId leaf, int delta);
 
   // --- Accounting. `now_us` feeds decayed usage.
   void AddAllocation(QueueId leaf, const ResourceVector& delta, int64_t now_us);
@@ -143,6 +146,7 @@ class QueueTree {
     DrfSorter sorter;  // orders the children.
     std::set<PendingKey> pending;
     int64_t running_jobs = 0;
+    int64_t pending_jobs = 0;  // in state PENDING, the subtree (AdjustPendingJobs).
     Block blocked = Block::kNone;
   };
 

@@ -109,6 +109,25 @@ GpuSlot MakeGpuSlot(const v1::GpuDevice& g) {
   return slot;
 }
 
+void DescribeGpu(const GpuSlot& gpu, v1::GpuDevice& out) {
+  out.set_memory_mib(gpu.memory_mib);
+  out.set_nvlink_domain(gpu.nvlink_domain);
+  out.set_healthy(gpu.healthy);
+  out.set_sharing(static_cast<v1::GpuSharing>(gpu.sharing));
+  if (gpu.sharing == GpuSharing::kTimeSlice) out.set_replicas(gpu.replicas);
+  if (gpu.sharing == GpuSharing::kMig) {
+    out.set_mig_managed(gpu.mig_managed);
+    for (int i = 0; i < gpu.mig_count; ++i) {
+      v1::MigInstance* m = out.add_mig_instances();
+      m->set_profile(MigProfileName(gpu, i));
+      m->set_start(gpu.mig[i].start);
+    }
+  }
+  if (gpu.sharing == GpuSharing::kVgpu && gpu.vgpu_framebuffer_gib > 0) {
+    out.set_vgpu_type(vgpu::TypeNameFor(*gpu.vgpu_family, gpu.vgpu_framebuffer_gib));
+  }
+}
+
 StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ValidateNodeSpec(spec));
   int model = -1;
@@ -139,7 +158,9 @@ StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
     nodes_.emplace_back(id, spec.name(), spec.cpu_milli(), spec.memory_mib(), model,
                         std::move(gpus), std::move(rack));
     by_name_.emplace(spec.name(), id);
+    labels_.emplace_back();
   }
+  labels_[id] = {spec.labels().begin(), spec.labels().end()};
   capacity_ += nodes_[id].Capacity();
   return id;
 }

@@ -5,6 +5,7 @@
 // the engine and allocations can refer to nodes by index.
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +33,9 @@ class Cluster {
   const std::vector<NodeState>& nodes() const { return nodes_; }
   size_t size() const { return nodes_.size(); }
 
+  // The labels a node was added with (its spec's), as the API reports them.
+  const std::map<std::string, std::string>& labels(NodeIndexId id) const { return labels_[id]; }
+
   GpuModels& models() { return models_; }
   const GpuModels& models() const { return models_; }
 
@@ -40,6 +44,7 @@ class Cluster {
 
  private:
   std::vector<NodeState> nodes_;
+  std::vector<std::map<std::string, std::string>> labels_;  // by NodeIndexId.
   std::unordered_map<std::string, NodeIndexId> by_name_;
   GpuModels models_;
   ResourceVector capacity_;
@@ -51,5 +56,9 @@ Status ValidateNodeSpec(const v1::NodeSpec& spec);
 Status ValidateGpuSharing(const v1::GpuDevice& gpu, const std::string& field);
 // The scheduler's view of a validated GPU, idle.
 GpuSlot MakeGpuSlot(const v1::GpuDevice& gpu);
+// The reverse, as the API reports a GPU now: memory, NVLink domain, health, sharing mode, time
+// slices, the MIG layout in force and whether the scheduler manages it, and the vGPU type in use
+// or fixed (empty while none is). Index and model are the caller's.
+void DescribeGpu(const GpuSlot& gpu, v1::GpuDevice& out);
 
 }  // namespace tessera

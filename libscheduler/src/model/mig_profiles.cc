@@ -68,6 +68,18 @@ int64_t InstanceMemoryMib(const ModelProfiles& model, ProfileKind kind, int64_t 
   return gpu_memory_mib * Shape(kind).memory_slices / kMemorySlices;
 }
 
+int64_t LeastInstanceMemoryMib(std::string_view name) {
+  int64_t least = 0;
+  for (const ModelProfiles& m : kModels) {
+    const std::optional<ProfileKind> kind = FindProfile(m, name);
+    if (!kind) continue;
+    const int64_t published = m.memory_mib[static_cast<int>(*kind)];
+    if (published == 0) return 0;
+    if (least == 0 || published < least) least = published;
+  }
+  return least;
+}
+
 std::string LayoutError(std::span<const Instance> layout) {
   if (layout.size() > static_cast<size_t>(kMaxInstances)) {
     return "more than " + std::to_string(kMaxInstances) + " instances";

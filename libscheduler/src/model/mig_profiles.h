@@ -69,6 +69,10 @@ bool IsKnownProfileName(std::string_view name);
 int32_t ComputeMilli(ProfileKind kind);
 // The memory of an instance on a GPU with `gpu_memory_mib` of memory.
 int64_t InstanceMemoryMib(const ModelProfiles& model, ProfileKind kind, int64_t gpu_memory_mib);
+// The least memory an instance of profile `name` has on any model that names a profile so: what
+// a request for it is charged against quotas before a GPU is chosen. 0 when a model with that
+// name publishes no figure (its instances' memory depends on the GPU's) or no model has it.
+int64_t LeastInstanceMemoryMib(std::string_view name);
 
 // One GPU instance of a layout.
 struct Instance {

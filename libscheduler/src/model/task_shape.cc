@@ -17,19 +17,15 @@ TaskShape MakeTaskShape(const v1::JobSpec& spec, GpuModels& models) {
   shape.gpu_memory_mib = t.gpu_memory_mib();
   shape.form = static_cast<GpuForm>(t.gpu_form());
   if (!t.mig_profile().empty()) {
-    // "3g.40gb": 3 of 7 compute slices and 40 GB, whatever the model.
+    // "3g.40gb": 3 of 7 compute slices, and the memory such an instance really has (40,192 MiB
+    // on an A100-80GB or H100-80GB, not 40 GiB), whatever the model.
     shape.form = GpuForm::kMig;
     shape.mig_profile = t.mig_profile();
     const std::string& name = t.mig_profile();
     int slices = 0;
-    int64_t gb = 0;
     std::from_chars(name.data(), name.data() + name.size(), slices);
-    const size_t dot = name.find('.');
-    if (dot != std::string::npos) {
-      std::from_chars(name.data() + dot + 1, name.data() + name.size(), gb);
-    }
     shape.gpu_milli = slices * 1000 / mig::kComputeSlices;
-    shape.gpu_memory_mib = gb * 1024;
+    shape.gpu_memory_mib = mig::LeastInstanceMemoryMib(name);
   } else if (!t.vgpu_type().empty()) {
     shape.form = GpuForm::kVgpu;
     if (std::optional<vgpu::TypeName> type = vgpu::ParseType(t.vgpu_type())) {

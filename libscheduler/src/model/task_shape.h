@@ -46,12 +46,16 @@ struct TaskShape {
     return models == 0 || (model >= 0 && (models >> model) & 1u);
   }
 
-  // The request counted against quotas before placement: GPU memory is what was asked for, or
-  // what the named MIG profile or vGPU type says (the placed allocation counts what the chosen
-  // device actually reserves).
+  // The least one task holds wherever it is placed, which quotas are checked against before a
+  // placement is tried. A task is charged what its allocation holds (TaskAllocation::Vector):
+  // a time slice is 1/replicas of its GPU and a vGPU 1/instances, known only once the GPU is
+  // chosen, so for them the request counts no compute (and a vGPU no memory, since a type's
+  // framebuffer can be less than its name says on a GPU whose memory is not whole GiB), and the
+  // engine checks the placed allocation against the quotas again (KeepWithinQuota).
   ResourceVector RequestVector() const {
+    const bool vgpu = form == GpuForm::kVgpu;
     return {cpu_milli, memory_mib, int64_t{gpu_count} * gpu_milli,
-            int64_t{gpu_count} * gpu_memory_mib};
+            vgpu ? 0 : int64_t{gpu_count} * gpu_memory_mib};
   }
 };
 
