@@ -73,12 +73,14 @@ Status ConfigureWriter(Database& db, const StoreOptions& options) {
   return Status::Ok();
 }
 
-// A new store, whole (schema included), at `path`; StoreLock then gives it its real name.
-// Closing the only connection checkpoints the WAL into the file and removes it.
+// A new store, whole (schema included), at `path`; StoreLock then gives it its real name. It is
+// made with a rollback journal, so that once Migrate commits everything is in the one file
+// (a WAL left behind by a failed checkpoint would not follow it); Open then turns on WAL.
 Status CreateStoreFile(const std::string& path, const StoreOptions& options) {
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
   TESSERA_RETURN_IF_ERROR(Configure(*db, options));
-  TESSERA_RETURN_IF_ERROR(ConfigureWriter(*db, options));
+  TESSERA_RETURN_IF_ERROR(
+      db->Exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF"));
   return Migrate(*db);
 }
 
