@@ -98,6 +98,16 @@ TEST_CASE("store: a store already open elsewhere is refused as in use") {
   REQUIRE_FALSE(fourth.ok());
   CHECK(fourth.status().code() == StatusCode::kUnavailable);
 
+  // And a hard link: another name for the same inode, which no path comparison can see.
+  StoreOptions hard_linked = options;
+  hard_linked.path = dir.File("hard.db");
+  std::filesystem::create_hard_link(options.path, hard_linked.path);
+  StatusOr<std::unique_ptr<Store>> fifth = Store::Open(hard_linked);
+  REQUIRE_FALSE(fifth.ok());
+  CHECK(fifth.status().code() == StatusCode::kUnavailable);
+  CHECK_MESSAGE(Contains(fifth.status().message(), "in use by another scheduler process"),
+                fifth.status().ToString());
+
   // The refused opens did not disturb the first store.
   InsertJob(*first, MakeJob("q"));
   CHECK(LiveJobs(*first).size() == 2);
