@@ -191,8 +191,14 @@ TEST_CASE("store safety: on a store that refuses every write, each call answers 
   // Asked again while the store still refuses, it answers the same.
   auto again = Within(kAnswerWithin, "Cancel", [&] { return s->Cancel(pending); });
   CHECK(again.status().code() == StatusCode::kResourceExhausted);
+  CHECK_MESSAGE(Contains(again.status().message(), ": ended, but the store has not recorded it"),
+                again.status().ToString());
   auto stop = Within(kAnswerWithin, "Cancel", [&] { return s->Cancel(running); });
   CHECK(stop.status().code() == StatusCode::kResourceExhausted);
+  auto stop_again = Within(kAnswerWithin, "Cancel", [&] { return s->Cancel(running); });
+  CHECK(stop_again.status().code() == StatusCode::kResourceExhausted);
+  CHECK_MESSAGE(Contains(stop_again.status().message(), "but the store has not recorded it"),
+                stop_again.status().ToString());
   CHECK(Within(kAnswerWithin, "CreateQueue", [&] {
           return s->CreateQueue(QueueSpec("more"));
         }).code() == StatusCode::kResourceExhausted);

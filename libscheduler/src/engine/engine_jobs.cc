@@ -374,7 +374,7 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
   JobRecord* job = FindJob(id);
   if (!job) {
     // Finished in the engine, but maybe not yet in the store, which the caller checks next.
-    if (HasUnrecordedUpdate(id)) return done(UnrecordedError(id, "finished"));
+    if (HasUnrecordedUpdate(id)) return done(UnrecordedError(id, "ended"));
     done(NotFoundError("job " + std::to_string(id) + " is not held by the engine"));
     return;
   }

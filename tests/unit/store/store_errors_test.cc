@@ -69,6 +69,8 @@ TEST_CASE("store: a path in a directory that does not exist is unavailable") {
   StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
   REQUIRE_FALSE(store.ok());
   CHECK_MESSAGE(store.status().code() == StatusCode::kUnavailable, store.status().ToString());
+  CHECK(store.status().message() == "cannot open store '" + options.path + "': directory '" +
+                                        dir.File("missing/sub") + "' does not exist");
   CHECK_FALSE(std::filesystem::exists(dir.File("missing")));
 }
 
