@@ -44,4 +44,20 @@ ApiResponse Router::Backup() {
   return response;
 }
 
+// SQLite's check of the live store (Scheduler::CheckStore); 409 FAILED_PRECONDITION names the
+// problems of a damaged one.
+HttpResponse Router::CheckStore(const Query& query) {
+  if (!principal_.admin) return Forbidden(request_, "only an admin token may check the store");
+  const std::string level = First(query, "level").value_or("quick");
+  if (level != "quick" && level != "full") {
+    return ErrorFor(request_, tessera::InvalidArgumentError("level: must be quick or full, got '" +
+                                                            level + "'"));
+  }
+  tessera::Status status = scheduler_.CheckStore(level == "full" ? tessera::StoreCheck::kFull
+                                                                 : tessera::StoreCheck::kQuick);
+  if (!status.ok()) return ErrorFor(request_, status);
+  return MakeResponse(request_, 200, "application/json",
+                      "{\"ok\":true,\"level\":\"" + level + "\"}\n");
+}
+
 }  // namespace tesserad

@@ -117,7 +117,7 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
   w.Sample("tessera_lost_gpu_seconds_total", {}, static_cast<double>(stats.lost_gpu_seconds()));
   w.Header("tessera_store_commits_total", "counter", "Store commits.");
   w.Sample("tessera_store_commits_total", {}, static_cast<double>(stats.commits()));
-  w.Header("tessera_store_errors_total", "counter", "Store writes that failed and were retried.");
+  w.Header("tessera_store_errors_total", "counter", "Store errors: I/O, disk full, corruption.");
   w.Sample("tessera_store_errors_total", {}, static_cast<double>(stats.store_errors()));
   w.Header("tessera_bugs_total", "counter", "Broken invariants the scheduler survived.");
   w.Sample("tessera_bugs_total", {}, static_cast<double>(stats.bugs()));

@@ -38,6 +38,10 @@ ApiResponse Router::Route(std::string_view path, const Query& query) {
     if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
     return Backup();
   }
+  if (path == "/v1/admin/check-store") {
+    if (method != http::verb::post) return MethodNotAllowed(request_, "POST");
+    return CheckStore(query);
+  }
   if (path == "/v1/events") {
     if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
     return WatchEvents(query);

@@ -68,6 +68,7 @@ class Router {
 
   // admin_routes.cc
   ApiResponse Backup();
+  HttpResponse CheckStore(const Query& query);  // ?level=quick (default) or full
 
   tessera::Scheduler& scheduler_;
   const tessera::v1::DaemonConfig& config_;

@@ -157,6 +157,30 @@ TEST_CASE("tessctl backup needs an admin token") {
   CHECK_FALSE(std::filesystem::exists(dir.File("b.db.partial")));
 }
 
+TEST_CASE("POST /v1/admin/check-store runs SQLite's check of the live store") {
+  ScratchDir dir("check-store");
+  DaemonProcess daemon(WriteConfig(dir));
+  const Reply quick = Call(daemon.port(), verb::post, "/v1/admin/check-store");
+  CHECK(quick.status == 200);
+  CHECK(quick.body == "{\"ok\":true,\"level\":\"quick\"}\n");
+  const Reply full = Call(daemon.port(), verb::post, "/v1/admin/check-store?level=full");
+  CHECK(full.status == 200);
+  CHECK(Field(full.body, "level") == "full");
+  const Reply bad = Call(daemon.port(), verb::post, "/v1/admin/check-store?level=deep");
+  CHECK(bad.status == 400);
+  CHECK(bad.body.find("level: must be quick or full, got 'deep'") != std::string::npos);
+}
+
+TEST_CASE("POST /v1/admin/check-store needs an admin token") {
+  ScratchDir dir("check-store-auth");
+  DaemonProcess daemon(WriteConfig(
+      dir, "auth:\n  tokens:\n    - {name: a, queue_prefix: team-a, sha256: " + Sha256("tenant") +
+               "}\n"));
+  const Reply denied = Call(daemon.port(), verb::post, "/v1/admin/check-store", "", "tenant");
+  CHECK(denied.status == 403);
+  CHECK(denied.body.find("only an admin token may check the store") != std::string::npos);
+}
+
 TEST_CASE("tesserad logs an alert when it starts and when it resolves, and shows it on /metrics") {
   ScratchDir dir("alerts");
   const std::string log = dir.File("stderr.log");

@@ -71,7 +71,11 @@ class TESSERA_EXPORT Scheduler {
 
   // Cancels a job. A pending job becomes CANCELLED at once; a running one is stopped and becomes
   // CANCELLED when its tasks have ended (status.reason says so meanwhile).
-  // Errors: NOT_FOUND, FAILED_PRECONDITION (already finished).
+  // Errors: NOT_FOUND, FAILED_PRECONDITION (already finished); when the store refuses the write
+  // (RESOURCE_EXHAUSTED when full, UNAVAILABLE on an I/O error) the answer comes at once: the
+  // job is cancelled in the scheduler but not yet recorded ("job 7: cancelled, but the store
+  // has not recorded it yet: ..."); the scheduler keeps retrying the write, and a cancel
+  // repeated after the store recovers answers as for a finished job.
   virtual StatusOr<v1::Job> Cancel(JobId id) = 0;
 
   // Errors: NOT_FOUND.
@@ -122,6 +126,13 @@ class TESSERA_EXPORT Scheduler {
   // scheduler keeps running. Errors: INVALID_ARGUMENT (empty path), UNAVAILABLE (cannot write),
   // RESOURCE_EXHAUSTED (disk full).
   virtual Status Backup(const std::string& path) = 0;
+
+  // Runs SQLite's check of the store (StoreCheck::kQuick or kFull) on the last commit while the
+  // scheduler keeps running; kFull reads every page and index, so it takes a while on a large
+  // store. OK when the store is sound.
+  // Errors: FAILED_PRECONDITION ("store '...' fails SQLite's integrity check: ...", naming the
+  // first problems), UNAVAILABLE (cannot read the store, shutting down).
+  virtual Status CheckStore(StoreCheck level) = 0;
 
   // Pauses and resumes decisions; submits and other calls keep working meanwhile.
   virtual void PauseDecisions() = 0;

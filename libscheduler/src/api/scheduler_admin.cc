@@ -157,7 +157,7 @@ v1::SchedulerStats SchedulerImpl::GetStats() {
   *stats.mutable_commit_latency() = store_->commit_latency().Summary();
   stats.set_commits(writes.commits);
   stats.set_committed_writes(writes.committed_writes);
-  stats.set_store_errors(writes.failed_writes);
+  stats.set_store_errors(store_->errors());
   stats.set_last_event_seq(store_->LastEventSeq());
   stats.set_bugs(BugCount());
   return stats;
@@ -166,6 +166,11 @@ v1::SchedulerStats SchedulerImpl::GetStats() {
 Status SchedulerImpl::Backup(const std::string& path) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   return store_->Backup(path);
+}
+
+Status SchedulerImpl::CheckStore(StoreCheck level) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  return store_->Check(level);
 }
 
 void SchedulerImpl::PauseDecisions() {

@@ -77,6 +77,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
 
   v1::SchedulerStats GetStats() override;
   Status Backup(const std::string& path) override;
+  Status CheckStore(StoreCheck level) override;
   void PauseDecisions() override;
   void ResumeDecisions() override;
   void WaitIdle() override;

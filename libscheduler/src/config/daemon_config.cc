@@ -194,6 +194,9 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   if (!store->has_max_batch()) store->set_max_batch(static_cast<int32_t>(defaults.store.max_batch));
   if (!store->has_busy_timeout_ms())
     store->set_busy_timeout_ms(static_cast<int64_t>(defaults.store.busy_timeout.count()));
+  if (store->check_at_open() == v1::STORE_CHECK_UNSPECIFIED) {
+    store->set_check_at_open(v1::STORE_CHECK_QUICK);
+  }
 
   v1::EngineConfig* engine = c->mutable_engine();
   if (!engine->has_decision_slice_us())
@@ -318,6 +321,9 @@ Options MapOptions(const v1::DaemonConfig& c) {
   o.store.max_batch = c.store().max_batch();
   o.store.max_size_mib = c.store().max_size_mib();
   o.store.busy_timeout = std::chrono::milliseconds(c.store().busy_timeout_ms());
+  o.store.check_at_open = c.store().check_at_open() == v1::STORE_CHECK_NONE   ? StoreCheck::kNone
+                          : c.store().check_at_open() == v1::STORE_CHECK_FULL ? StoreCheck::kFull
+                                                                              : StoreCheck::kQuick;
 
   o.engine.decision_slice = std::chrono::microseconds(c.engine().decision_slice_us());
   o.engine.start_paused = c.engine().start_paused();

@@ -355,6 +355,13 @@ class Engine final : public ExecutorEvents {
   std::vector<FailedPersist> failed_persists_;
   bool persist_retry_scheduled_ = false;
   Status last_store_error_;
+  // Cancels waiting for their write, by job (see CancelJob).
+  std::unordered_map<uint64_t, std::function<void(StatusOr<v1::JobStatus>)>> cancel_replies_;
+  void AnswerCancel(uint64_t id, StatusOr<v1::JobStatus> answer);
+  // Whether a change of job `id` waits for a retry because the store refused it; the error a
+  // request about it gets meanwhile.
+  bool HasUnrecordedUpdate(uint64_t id) const;
+  Status UnrecordedError(uint64_t id, std::string_view what) const;
 
   // Statistics.
   int64_t decisions_ = 0;

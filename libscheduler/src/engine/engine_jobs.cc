@@ -390,10 +390,13 @@ void Engine::MaybeFinish(JobRecord& job) {
 void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)> done) {
   JobRecord* job = FindJob(id);
   if (!job) {
+    // Finished in the engine, but maybe not yet in the store, which the caller checks next.
+    if (HasUnrecordedUpdate(id)) return done(UnrecordedError(id, "ended"));
     done(NotFoundError("job " + std::to_string(id) + " is not held by the engine"));
     return;
   }
   if (job->cancel_requested) {
+    if (HasUnrecordedUpdate(id)) return done(UnrecordedError(id, "cancel requested"));
     done(BuildStatus(*job));
     return;
   }
@@ -403,13 +406,12 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
   RemovePending(*job);
   DropReservation(*job);
   FinishWaitingForVictims(*job);
-  auto reply = [done](v1::JobStatus status) {
-    return [done, status = std::move(status)](const Status& s) {
-      if (s.ok()) {
-        done(status);
-      } else {
-        done(s);
-      }
+  // Answered once: when the write is durable, or at once with the store's error when the store
+  // refuses it (PersistFailed); the write itself is retried either way.
+  cancel_replies_[id] = std::move(done);
+  auto reply = [this, id](v1::JobStatus status) {
+    return [this, id, status = std::move(status)](const Status& s) {
+      if (s.ok()) AnswerCancel(id, status);
     };
   };
   if (job->PlacedTasks() == 0) {
@@ -421,12 +423,37 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
     Persist(*job, MakeEvent(*job, from, "cancelled"), reply(final_status));
     ++finished_;
     jobs_.erase(id);
-    return;
+  } else {
+    job->reason = "cancel requested; stopping tasks";
+    Persist(*job, MakeEvent(*job, job->state, job->reason), reply(BuildStatus(*job)));
+    StopTasks(*job);
+    MaybeFinish(*job);
   }
-  job->reason = "cancel requested; stopping tasks";
-  Persist(*job, MakeEvent(*job, job->state, job->reason), reply(BuildStatus(*job)));
-  StopTasks(*job);
-  MaybeFinish(*job);
+  // Queued behind writes the store refused: it waits for the next retry, the caller does not.
+  if (store_degraded_) AnswerCancel(id, UnrecordedError(id, "cancelled"));
+}
+
+void Engine::AnswerCancel(uint64_t id, StatusOr<v1::JobStatus> answer) {
+  auto it = cancel_replies_.find(id);
+  if (it == cancel_replies_.end()) return;  // answered already.
+  std::function<void(StatusOr<v1::JobStatus>)> done = std::move(it->second);
+  cancel_replies_.erase(it);
+  done(std::move(answer));
+}
+
+bool Engine::HasUnrecordedUpdate(uint64_t id) const {
+  for (const FailedPersist& f : failed_persists_) {
+    if (f.update.job_id == id) return true;
+  }
+  return false;
+}
+
+Status Engine::UnrecordedError(uint64_t id, std::string_view what) const {
+  const StatusCode code =
+      last_store_error_.ok() ? StatusCode::kUnavailable : last_store_error_.code();
+  return Status(code,
+                "job " + std::to_string(id) + ": " + std::string(what) +
+                    ", but the store has not recorded it yet: " + last_store_error_.message());
 }
 
 v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
@@ -550,7 +577,9 @@ void Engine::PersistFailed(const Status& status, JobUpdate update,
   }
   store_degraded_ = true;
   last_store_error_ = status;
+  const uint64_t job_id = update.job_id;
   failed_persists_.push_back({std::move(update), std::move(durable)});
+  AnswerCancel(job_id, UnrecordedError(job_id, "cancelled"));
   if (!persist_retry_scheduled_) {
     persist_retry_scheduled_ = true;
     const int64_t delay_us =

@@ -1,5 +1,5 @@
 // RestoreStore (tessera/restore.h): check a backup, save the current store, copy the backup in
-// and rename it over the store, all while holding the store's lock.
+// and rename it over the store, all while holding the locks of the old store and the new one.
 #include "tessera/restore.h"
 
 #include <fcntl.h>
@@ -97,22 +97,32 @@ Status RestoreStore(const std::string& backup_path, const std::string& store_pat
   if (backup_path == store_path || fs::equivalent(backup_path, store_path, ec)) {
     return InvalidArgumentError("backup: must differ from the store '" + store_path + "'");
   }
-  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<store::StoreLock> lock,
-                           store::StoreLock::Acquire(store_path));
+  // The lock is on the file, so a store that does not exist yet is locked in the form of the
+  // copy that will take its name.
+  std::unique_ptr<store::StoreLock> current_lock;
+  if (auto lock = store::StoreLock::Acquire(store_path); lock.ok()) {
+    current_lock = std::move(*lock);
+  } else if (lock.status().code() != StatusCode::kNotFound) {
+    return lock.status();
+  }
   TESSERA_RETURN_IF_ERROR(CheckBackup(backup_path));
 
   // The current store is saved under a temporary name first and takes the .pre-restore name
   // only at the end: the backup may be the previous .pre-restore (undoing a restore).
   const std::string saved = store_path + ".pre-restore";
   const std::string saving = saved + ".partial";
-  const bool save_current = fs::exists(store_path, ec) && !options.discard_current;
+  const bool save_current = current_lock && !options.discard_current;
   if (save_current) {
     TESSERA_RETURN_IF_ERROR(CopyDatabase(store_path, saving, "saving the current store", options));
   }
   const std::string partial = store_path + ".restore-partial";
-  if (Status s = CopyDatabase(backup_path, partial, "restoring", options); !s.ok()) {
+  Status copied = CopyDatabase(backup_path, partial, "restoring", options);
+  StatusOr<std::unique_ptr<store::StoreLock>> restored_lock =
+      copied.ok() ? store::StoreLock::Acquire(partial) : copied;
+  if (!restored_lock.ok()) {
     fs::remove(saving, ec);
-    return s;
+    fs::remove(partial, ec);
+    return restored_lock.status();
   }
 
   // The old store's WAL must go before the new file takes its name: SQLite would replay it onto
@@ -125,10 +135,20 @@ Status RestoreStore(const std::string& backup_path, const std::string& store_pat
                               "': " + ec.message());
     }
   }
-  fs::rename(partial, store_path, ec);
-  if (ec) {
-    return UnavailableError("store: cannot rename '" + partial + "' to '" + store_path +
-                            "': " + ec.message());
+  if (current_lock) {
+    fs::rename(partial, store_path, ec);
+    if (ec) {
+      return UnavailableError("store: cannot rename '" + partial + "' to '" + store_path +
+                              "': " + ec.message());
+    }
+  } else if (Status linked = store::StoreLock::LinkNew(partial, store_path); !linked.ok()) {
+    fs::remove(partial, ec);
+    if (linked.code() == StatusCode::kAlreadyExists) {
+      return UnavailableError("store '" + store_path +
+                              "' was created while restoring; stop its scheduler and restore "
+                              "again");
+    }
+    return linked;
   }
   if (save_current) {
     for (const char* suffix : {"-wal", "-shm"}) fs::remove(saved + suffix, ec);

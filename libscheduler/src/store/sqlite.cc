@@ -53,6 +53,7 @@ StatusOr<bool> Statement::Step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
+  if (errors_) errors_->fetch_add(1, std::memory_order_relaxed);
   return SqliteStatus(rc, sqlite3_errmsg(db_), "store");
 }
 
@@ -87,18 +88,19 @@ void Statement::Reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
-StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
+StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, ErrorCounter* errors) {
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(
       path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
+    if (errors) errors->fetch_add(1, std::memory_order_relaxed);
     Status status = SqliteStatus(rc, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
                                  "cannot open store '" + path + "'");
     sqlite3_close(db);
     return status;
   }
   sqlite3_extended_result_codes(db, 1);
-  return std::unique_ptr<Database>(new Database(db, path));
+  return std::unique_ptr<Database>(new Database(db, path, errors));
 }
 
 CachedSql::CachedSql(const char* text) : text_(text) {
@@ -114,7 +116,13 @@ Database::~Database() {
 }
 
 Status Database::Error(int rc, std::string_view context) const {
+  if (errors_) errors_->fetch_add(1, std::memory_order_relaxed);
   return SqliteStatus(rc, sqlite3_errmsg(db_), context);
+}
+
+Status Database::CountError(Status status) const {
+  if (errors_ && !status.ok()) errors_->fetch_add(1, std::memory_order_relaxed);
+  return status;
 }
 
 Status Database::Exec(std::string_view sql) {
@@ -122,6 +130,7 @@ Status Database::Exec(std::string_view sql) {
   char* error = nullptr;
   const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
   if (rc == SQLITE_OK) return Status::Ok();
+  if (errors_) errors_->fetch_add(1, std::memory_order_relaxed);
   Status status = SqliteStatus(rc, error ? error : sqlite3_errstr(rc), "store");
   sqlite3_free(error);
   return status;
@@ -165,7 +174,7 @@ StatusOr<std::unique_ptr<Statement>> Database::PrepareUncached(const std::string
   const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
                                     SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
   if (rc != SQLITE_OK) return Error(rc, "store: preparing statement");
-  return std::make_unique<Statement>(db_, stmt);
+  return std::make_unique<Statement>(db_, stmt, errors_);
 }
 
 int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }

@@ -1,10 +1,12 @@
 // A thin RAII layer over the SQLite C API: a Database connection with a cache of prepared
 // statements, and Statement for binding, stepping and reading columns. Every SQLite error
-// becomes a Status whose code says what the caller can do about it (see SqliteStatus).
+// becomes a Status whose code says what the caller can do about it (see SqliteStatus), and is
+// counted in the connection's error counter when it has one.
 //
 // Thread safety: a Database and its statements belong to one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,9 +25,13 @@ namespace tessera::store {
 // CANTOPEN/READONLY -> UNAVAILABLE, CORRUPT/NOTADB -> FAILED_PRECONDITION, others -> INTERNAL.
 Status SqliteStatus(int rc, std::string_view detail, std::string_view context);
 
+// Errors the store met (SQLite failures, corrupt records), counted across its connections.
+using ErrorCounter = std::atomic<int64_t>;
+
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(sqlite3* db, sqlite3_stmt* stmt, ErrorCounter* errors)
+      : db_(db), stmt_(stmt), errors_(errors) {}
   ~Statement();
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
@@ -55,6 +61,7 @@ class Statement {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  ErrorCounter* errors_;  // not owned; may be null.
 };
 
 // A cached statement borrowed for one use; resets it when it goes out of scope.
@@ -89,9 +96,11 @@ class CachedSql {
 
 class Database {
  public:
-  // Opens or creates `path` read-write.
+  // Opens or creates `path` read-write. `errors`, when set, counts every SQLite error of the
+  // connection and must outlive it.
   // Errors: UNAVAILABLE when it cannot be opened.
-  static StatusOr<std::unique_ptr<Database>> Open(const std::string& path);
+  static StatusOr<std::unique_ptr<Database>> Open(const std::string& path,
+                                                  ErrorCounter* errors = nullptr);
   ~Database();
 
   // Runs SQL without parameters (schema, pragmas).
@@ -115,12 +124,16 @@ class Database {
   sqlite3* raw() { return db_; }
 
   Status Error(int rc, std::string_view context) const;
+  // Counts an error found above SQLite (a record that does not parse) and returns `status`.
+  Status CountError(Status status) const;
 
  private:
-  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Database(sqlite3* db, std::string path, ErrorCounter* errors)
+      : db_(db), path_(std::move(path)), errors_(errors) {}
 
   sqlite3* db_;
   std::string path_;
+  ErrorCounter* errors_;  // not owned; may be null.
   std::unordered_map<std::string, std::unique_ptr<Statement>> cache_;
   std::vector<std::unique_ptr<Statement>> by_slot_;  // CachedSql statements, by slot.
 };

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "store/schema.h"
+#include "store/store_check.h"
 
 namespace tessera::store {
 namespace {
@@ -36,6 +37,53 @@ Status ParseJobRow(Statement& s, int first_column, v1::Job* job) {
   return Status::Ok();
 }
 
+// What every connection sets first; reading the schema makes a file that is not a database
+// fail here, with a clear status.
+Status Configure(Database& db, const StoreOptions& options) {
+  Status status = db.Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout.count()));
+  if (status.ok()) status = db.Exec("SELECT count(*) FROM sqlite_master");
+  if (!status.ok()) return status.WithContext("opening store '" + db.path() + "'");
+  return Status::Ok();
+}
+
+// The writer's settings: WAL, fsync per commit (or not), cache, size limit.
+Status ConfigureWriter(Database& db, const StoreOptions& options) {
+  StatusOr<std::unique_ptr<Statement>> mode = db.PrepareUncached("PRAGMA journal_mode = WAL");
+  if (!mode.ok()) return mode.status();
+  StatusOr<bool> row = (*mode)->Step();
+  if (!row.ok()) return row.status().WithContext("enabling WAL on '" + db.path() + "'");
+  if (!*row || (*mode)->ColumnText(0) != "wal") {
+    return UnavailableError("store '" + db.path() + "': cannot enable WAL journal mode");
+  }
+  TESSERA_RETURN_IF_ERROR(
+      db.Exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF"));
+  TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA cache_size = -65536"));
+  TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA wal_autocheckpoint = 16384"));
+  TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA temp_store = MEMORY"));
+  if (options.max_size_mib > 0) {
+    // The page size is 4 KiB unless an older file says otherwise; ask rather than assume.
+    StatusOr<std::unique_ptr<Statement>> size = db.PrepareUncached("PRAGMA page_size");
+    if (!size.ok()) return size.status();
+    StatusOr<bool> size_row = (*size)->Step();
+    if (!size_row.ok()) return size_row.status();
+    const int64_t page_size = (*size)->ColumnInt(0);
+    const int64_t pages = options.max_size_mib * 1024 * 1024 / page_size;
+    TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA max_page_count = " + std::to_string(pages)));
+  }
+  return Status::Ok();
+}
+
+// A new store, whole (schema included), at `path`; StoreLock then gives it its real name. It is
+// made with a rollback journal, so that once Migrate commits everything is in the one file
+// (a WAL left behind by a failed checkpoint would not follow it); Open then turns on WAL.
+Status CreateStoreFile(const std::string& path, const StoreOptions& options) {
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
+  TESSERA_RETURN_IF_ERROR(Configure(*db, options));
+  TESSERA_RETURN_IF_ERROR(
+      db->Exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF"));
+  return Migrate(*db);
+}
+
 }  // namespace
 
 // A reader connection borrowed from the pool, returned when the lease ends.
@@ -59,21 +107,28 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
       new Store(temporary ? TemporaryStorePath() : options.path, temporary));
   store->options_ = options;
   if (temporary) store->options_.durable = false;
+  const StoreOptions& o = store->options_;
 
-  TESSERA_ASSIGN_OR_RETURN(store->lock_, StoreLock::Acquire(store->path_));
-  TESSERA_ASSIGN_OR_RETURN(store->writer_db_, Database::Open(store->path_));
-  TESSERA_RETURN_IF_ERROR(store->Configure(*store->writer_db_, store->options_, true));
-  TESSERA_RETURN_IF_ERROR(Migrate(*store->writer_db_));
+  TESSERA_ASSIGN_OR_RETURN(store->lock_,
+                           StoreLock::AcquireOrCreate(store->path_, [&o](const std::string& fresh) {
+                             return CreateStoreFile(fresh, o);
+                           }));
+  TESSERA_RETURN_IF_ERROR(CheckNotEmpty(store->path_));
+  TESSERA_ASSIGN_OR_RETURN(store->writer_db_, Database::Open(store->path_, &store->errors_));
+  Database& db = *store->writer_db_;
+  TESSERA_RETURN_IF_ERROR(Configure(db, o));
+  TESSERA_RETURN_IF_ERROR(CheckIsStore(db));
+  TESSERA_RETURN_IF_ERROR(CheckIntegrity(db, o.check_at_open));
+  TESSERA_RETURN_IF_ERROR(ConfigureWriter(db, o));
+  TESSERA_RETURN_IF_ERROR(Migrate(db));
 
   {
-    TESSERA_ASSIGN_OR_RETURN(StatementRef s,
-                             store->writer_db_->Prepare("SELECT IFNULL(MAX(seq), 0) FROM events"));
+    TESSERA_ASSIGN_OR_RETURN(StatementRef s, db.Prepare("SELECT IFNULL(MAX(seq), 0) FROM events"));
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
     store->next_event_seq_ = (row ? static_cast<uint64_t>(s->ColumnInt(0)) : 0) + 1;
   }
   Store* raw = store.get();
-  store->writer_ = std::make_unique<GroupCommit>(*store->writer_db_, store->options_.max_batch,
-                                                 store->next_event_seq_.load(),
+  store->writer_ = std::make_unique<GroupCommit>(db, o.max_batch, store->next_event_seq_.load(),
                                                  [raw](uint64_t next) { raw->OnCommit(next); });
   return store;
 }
@@ -85,49 +140,21 @@ Store::~Store() {
   lock_.reset();
   if (temporary_) {
     std::error_code ignored;
-    for (const char* suffix : {"", "-wal", "-shm", ".lock"}) {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
       std::filesystem::remove(path_ + suffix, ignored);
     }
   }
 }
 
-Status Store::Configure(Database& db, const StoreOptions& options, bool writer) {
-  Status status = db.Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout.count()));
-  // Touch the schema so that a file that is not a database fails here, with a clear status.
-  if (status.ok()) status = db.Exec("SELECT count(*) FROM sqlite_master");
-  if (!status.ok()) return status.WithContext("opening store '" + path_ + "'");
-  if (writer) {
-    StatusOr<std::unique_ptr<Statement>> mode = db.PrepareUncached("PRAGMA journal_mode = WAL");
-    if (!mode.ok()) return mode.status();
-    StatusOr<bool> row = (*mode)->Step();
-    if (!row.ok()) return row.status().WithContext("enabling WAL on '" + path_ + "'");
-    if (!*row || (*mode)->ColumnText(0) != "wal") {
-      return UnavailableError("store '" + path_ + "': cannot enable WAL journal mode");
-    }
-    TESSERA_RETURN_IF_ERROR(
-        db.Exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF"));
-    TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA cache_size = -65536"));
-    TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA wal_autocheckpoint = 16384"));
-    TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA temp_store = MEMORY"));
-    if (options.max_size_mib > 0) {
-      // The page size is 4 KiB unless an older file says otherwise; ask rather than assume.
-      StatusOr<std::unique_ptr<Statement>> size = db.PrepareUncached("PRAGMA page_size");
-      if (!size.ok()) return size.status();
-      StatusOr<bool> size_row = (*size)->Step();
-      if (!size_row.ok()) return size_row.status();
-      const int64_t page_size = (*size)->ColumnInt(0);
-      const int64_t pages = options.max_size_mib * 1024 * 1024 / page_size;
-      TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA max_page_count = " + std::to_string(pages)));
-    }
-  } else {
-    TESSERA_RETURN_IF_ERROR(db.Exec("PRAGMA query_only = 1"));
-  }
-  return Status::Ok();
+Status Store::Check(StoreCheck level) {
+  TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
+  return CheckIntegrity(reader.db(), level);
 }
 
 StatusOr<std::unique_ptr<Database>> Store::OpenReader() {
-  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path_));
-  TESSERA_RETURN_IF_ERROR(Configure(*db, options_, false));
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path_, &errors_));
+  TESSERA_RETURN_IF_ERROR(Configure(*db, options_));
+  TESSERA_RETURN_IF_ERROR(db->Exec("PRAGMA query_only = 1"));
   return db;
 }
 
@@ -167,8 +194,8 @@ Status Store::LoadQueues(std::vector<v1::QueueSpec>* queues) {
     v1::QueueSpec spec;
     const std::string_view blob = s->ColumnBlob(1);
     if (!spec.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
-      return FailedPreconditionError("store: queue '" + std::string(s->ColumnText(0)) +
-                                     "' has a corrupt record");
+      return reader.db().CountError(FailedPreconditionError(
+          "store: queue '" + std::string(s->ColumnText(0)) + "' has a corrupt record"));
     }
     queues->push_back(std::move(spec));
   }
@@ -197,7 +224,7 @@ Status Store::LoadLiveJobs(const std::function<void(v1::Job&& job)>& visit) {
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) return Status::Ok();
     v1::Job job;
-    TESSERA_RETURN_IF_ERROR(ParseJobRow(*s, 0, &job));
+    TESSERA_RETURN_IF_ERROR(reader.db().CountError(ParseJobRow(*s, 0, &job)));
     visit(std::move(job));
   }
 }
@@ -232,7 +259,7 @@ StatusOr<v1::Job> Store::GetJob(uint64_t id) {
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return NotFoundError("job " + std::to_string(id) + " does not exist");
   v1::Job job;
-  TESSERA_RETURN_IF_ERROR(ParseJobRow(*s, 0, &job));
+  TESSERA_RETURN_IF_ERROR(reader.db().CountError(ParseJobRow(*s, 0, &job)));
   return job;
 }
 
@@ -293,7 +320,7 @@ StatusOr<v1::ListJobsResponse> Store::ListJobs(const v1::ListJobsRequest& reques
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) return response;  // no more rows: no next page.
     v1::Job job;
-    TESSERA_RETURN_IF_ERROR(ParseJobRow(*s, 0, &job));
+    TESSERA_RETURN_IF_ERROR(reader.db().CountError(ParseJobRow(*s, 0, &job)));
     last_id = job.id();
     ++scanned;
     bool labels_match = true;
@@ -334,7 +361,7 @@ StatusOr<std::vector<v1::Event>> Store::ReadEvents(uint64_t after_seq, int max_e
     const std::string_view blob = s->ColumnBlob(1);
     v1::Event event;
     if (!event.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
-      return FailedPreconditionError("store: corrupt event record");
+      return reader.db().CountError(FailedPreconditionError("store: corrupt event record"));
     }
     event.set_seq(static_cast<uint64_t>(s->ColumnInt(0)));
     events.push_back(std::move(event));

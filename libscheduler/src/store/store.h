@@ -3,8 +3,8 @@
 //
 // Writes go through GroupCommit (one writer thread, batched commits, done-callbacks after the
 // commit). Reads use a small pool of separate connections and see committed data only, so they
-// never wait for the writer. Opening takes an exclusive lock file, applies migrations and checks
-// the file; a locked, corrupt or newer store is refused with a Status.
+// never wait for the writer. Opening locks the file (StoreLock), checks it (store_check.h) and
+// applies migrations; a store in use, damaged, empty or newer is refused with a Status.
 //
 // Thread safety: every member may be called from any thread.
 #pragma once
@@ -69,6 +69,12 @@ class Store {
 
   // Copies the store to `path` with SQLite's online backup API.
   Status Backup(const std::string& path);
+  // SQLite's check of the committed store, on a reader connection (writes go on meanwhile).
+  // Errors: see CheckIntegrity.
+  Status Check(StoreCheck level);
+  // Errors the store met since Open: SQLite failures (I/O, disk full, corruption, lock
+  // timeouts) on any connection, and records that do not parse.
+  int64_t errors() const { return errors_.load(std::memory_order_relaxed); }
 
   GroupCommitStats write_stats() const { return writer_->stats(); }
   const LatencyHistogram& commit_latency() const { return writer_->commit_latency(); }
@@ -78,7 +84,6 @@ class Store {
   class ReaderLease;
 
   Store(std::string path, bool temporary) : path_(std::move(path)), temporary_(temporary) {}
-  Status Configure(Database& db, const StoreOptions& options, bool writer);
   StatusOr<std::unique_ptr<Database>> OpenReader();
   StatusOr<ReaderLease> LeaseReader();
   void ReturnReader(std::unique_ptr<Database> db);
@@ -86,6 +91,7 @@ class Store {
 
   std::string path_;
   bool temporary_;
+  ErrorCounter errors_{0};  // before the connections that count into it.
   StoreOptions options_;
   std::unique_ptr<StoreLock> lock_;
   std::unique_ptr<Database> writer_db_;

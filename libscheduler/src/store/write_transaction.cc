@@ -66,7 +66,8 @@ StatusOr<v1::Job> WriteTransaction::ReadJob(uint64_t id) {
   const std::string_view status = s->ColumnBlob(2);
   if (!job.mutable_spec()->ParseFromArray(spec.data(), static_cast<int>(spec.size())) ||
       !job.mutable_status()->ParseFromArray(status.data(), static_cast<int>(status.size()))) {
-    return FailedPreconditionError("store: job " + std::to_string(id) + " has a corrupt record");
+    return db_.CountError(
+        FailedPreconditionError("store: job " + std::to_string(id) + " has a corrupt record"));
   }
   return job;
 }

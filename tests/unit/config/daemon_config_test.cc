@@ -59,6 +59,8 @@ TEST_CASE("daemon config: no file means the embedded defaults") {
   CHECK(options->store.durable == library.store.durable);
   CHECK(options->store.max_batch == library.store.max_batch);
   CHECK(options->store.busy_timeout == library.store.busy_timeout);
+  CHECK(config->store().check_at_open() == v1::STORE_CHECK_QUICK);
+  CHECK(options->store.check_at_open == library.store.check_at_open);
   CHECK(options->engine.decision_slice == library.engine.decision_slice);
   CHECK(options->engine.max_attempts == library.engine.max_attempts);
   CHECK(options->engine.store_retry == library.engine.store_retry);
@@ -136,6 +138,21 @@ TEST_CASE("daemon config: the example file loads and maps onto every Options fie
   REQUIRE(options->simulated_cluster.has_value());
   CHECK(options->simulated_cluster->SerializeAsString() ==
         DefaultSimulatedCluster().SerializeAsString());
+}
+
+TEST_CASE("daemon config: store.check_at_open maps onto StoreOptions::check_at_open") {
+  const std::pair<const char*, StoreCheck> cases[] = {{"STORE_CHECK_NONE", StoreCheck::kNone},
+                                                      {"STORE_CHECK_QUICK", StoreCheck::kQuick},
+                                                      {"STORE_CHECK_FULL", StoreCheck::kFull}};
+  for (const auto& [name, level] : cases) {
+    CAPTURE(name);
+    StatusOr<v1::DaemonConfig> config =
+        LoadYaml(std::string("store: {check_at_open: ") + name + "}\n");
+    REQUIRE_MESSAGE(config.ok(), config.status().ToString());
+    StatusOr<Options> options = ToOptions(*config);
+    REQUIRE(options.ok());
+    CHECK(options->store.check_at_open == level);
+  }
 }
 
 TEST_CASE("daemon config: an executor plugin maps onto PluginOptions") {

@@ -69,6 +69,8 @@ TEST_CASE("store: a path in a directory that does not exist is unavailable") {
   StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
   REQUIRE_FALSE(store.ok());
   CHECK_MESSAGE(store.status().code() == StatusCode::kUnavailable, store.status().ToString());
+  CHECK(store.status().message() == "cannot open store '" + options.path + "': directory '" +
+                                        dir.File("missing/sub") + "' does not exist");
   CHECK_FALSE(std::filesystem::exists(dir.File("missing")));
 }
 
@@ -97,6 +99,16 @@ TEST_CASE("store: a store already open elsewhere is refused as in use") {
   StatusOr<std::unique_ptr<Store>> fourth = Store::Open(linked);
   REQUIRE_FALSE(fourth.ok());
   CHECK(fourth.status().code() == StatusCode::kUnavailable);
+
+  // And a hard link: another name for the same inode, which no path comparison can see.
+  StoreOptions hard_linked = options;
+  hard_linked.path = dir.File("hard.db");
+  std::filesystem::create_hard_link(options.path, hard_linked.path);
+  StatusOr<std::unique_ptr<Store>> fifth = Store::Open(hard_linked);
+  REQUIRE_FALSE(fifth.ok());
+  CHECK(fifth.status().code() == StatusCode::kUnavailable);
+  CHECK_MESSAGE(Contains(fifth.status().message(), "in use by another scheduler process"),
+                fifth.status().ToString());
 
   // The refused opens did not disturb the first store.
   InsertJob(*first, MakeJob("q"));
