@@ -122,7 +122,8 @@ void PrintQueues(const std::vector<v1::Queue>& queues) {
   for (const v1::Queue& queue : queues) {
     const v1::Resources& allocated = queue.status().allocated();
     std::ostringstream weight, share;
-    weight << queue.spec().weight();
+    // The server stores what was given; 0 (unset) means 1 (queue.proto).
+    weight << (queue.spec().weight() == 0 ? 1.0 : queue.spec().weight());
     share.precision(3);
     share << queue.status().dominant_share();
     table.AddRow({queue.spec().name(), weight.str(), std::to_string(queue.status().pending_jobs()),
@@ -157,8 +158,12 @@ std::string EventLine(const v1::Event& event) {
                      v1::EventKind_Name(event.kind());
   if (event.job_id() != 0) line += "  job=" + std::to_string(event.job_id());
   if (event.kind() == v1::JOB_STATE_CHANGED) {
-    line +=
-        "  " + v1::JobState_Name(event.from_state()) + "->" + v1::JobState_Name(event.to_state());
+    // A submitted job has no state before PENDING: "PENDING", not "JOB_STATE_UNSPECIFIED->".
+    line += "  ";
+    if (event.from_state() != v1::JOB_STATE_UNSPECIFIED) {
+      line += v1::JobState_Name(event.from_state()) + "->";
+    }
+    line += v1::JobState_Name(event.to_state());
   }
   if (!event.queue().empty()) line += "  queue=" + event.queue();
   if (!event.node().empty()) line += "  node=" + event.node();

@@ -408,3 +408,46 @@ TEST_CASE("tessctl usage errors exit 1 without calling the server") {
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("Exit codes") != std::string::npos);
 }
+
+TEST_CASE("tessctl takes the global options after the subcommand too") {
+  FakeTesserad server(
+      [](const RecordedRequest&) { return Ok(R"({"queues":[{"spec":{"name":"research"}}]})"); });
+  const RunResult run = Tessctl({"queues", "-o", "json", "--server", server.url()});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.rfind("{\"queues\": [", 0) == 0);
+}
+
+TEST_CASE("tessctl queues shows an unset weight as 1, its meaning") {
+  FakeTesserad server([](const RecordedRequest&) {
+    return Ok(R"({"queues":[{"spec":{"name":"research"}},{"spec":{"name":"ops","weight":2.5}}]})");
+  });
+  const RunResult run = Tessctl({"--server", server.url(), "queues"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("research   1 ") != std::string::npos);
+  CHECK(run.out.find("ops        2.5 ") != std::string::npos);
+}
+
+TEST_CASE("tessctl watch prints a new job's first state without an unspecified one") {
+  FakeTesserad server([](const RecordedRequest&) {
+    return Ok(R"({"events":[{"seq":"1","kind":"JOB_STATE_CHANGED","jobId":"42",
+                   "toState":"PENDING"}]})");
+  });
+  const RunResult run = Tessctl({"--server", server.url(), "watch", "--limit", "1"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("job=42  PENDING") != std::string::npos);
+  CHECK(run.out.find("UNSPECIFIED") == std::string::npos);
+}
+
+TEST_CASE("tessctl refuses a negative count with the bounds as integers") {
+  const RunResult run = Tessctl({"submit", "--queue", "a", "--tasks", "-1"});
+  CHECK(run.exit_code == 1);
+  INFO(run.err);
+  CHECK(run.err.find("--tasks") != std::string::npos);
+  CHECK(run.err.find("not in range 0 to 2147483647") != std::string::npos);
+  CHECK(run.err.size() < 200);
+  const RunResult memory = Tessctl({"submit", "--queue", "a", "--memory-mib", "0"});
+  CHECK(memory.exit_code == 1);
+  INFO(memory.err);
+  CHECK(memory.err.find("not in range 1 to 9223372036854775807") != std::string::npos);
+}
