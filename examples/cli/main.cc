@@ -68,12 +68,16 @@ int main(int argc, char** argv) {
   tessera::cli::SubmitFlags submit;
   auto* submit_cmd = app.add_subcommand(
       "submit",
-      "submit a job from a YAML or JSON JobSpec file and/or flags; prints the new job's id");
+      "submit jobs from a YAML or JSON JobSpec file and/or flags; prints each new job's id");
   submit_cmd
       ->add_option("-f,--file", submit.file,
-                   "JobSpec as YAML, or JSON when the name ends in .json (docs/cli.md); "
-                   "flags given as well override its fields")
+                   "JobSpecs as YAML, one per document (--- between them), or one as JSON when the "
+                   "name ends in .json (docs/cli.md); flags given as well override their fields")
       ->check(CLI::ExistingFile);
+  submit_cmd
+      ->add_option("--array", submit.array,
+                   "submit each job N times (names and idempotency keys get -0, -1, ...)")
+      ->check(Between(1, 100000));
   submit_cmd->add_option("--queue", submit.queue, "leaf queue, e.g. research/vision");
   submit_cmd->add_option("--name", submit.name, "job name");
   submit_cmd->add_option("--priority-class", submit.priority_class, "priority class name");
