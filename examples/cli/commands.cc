@@ -3,11 +3,13 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -122,7 +124,8 @@ void PrintQueues(const std::vector<v1::Queue>& queues) {
   for (const v1::Queue& queue : queues) {
     const v1::Resources& allocated = queue.status().allocated();
     std::ostringstream weight, share;
-    weight << queue.spec().weight();
+    // The server stores what was given; 0 (unset) means 1 (queue.proto).
+    weight << (queue.spec().weight() == 0 ? 1.0 : queue.spec().weight());
     share.precision(3);
     share << queue.status().dominant_share();
     table.AddRow({queue.spec().name(), weight.str(), std::to_string(queue.status().pending_jobs()),
@@ -157,8 +160,12 @@ std::string EventLine(const v1::Event& event) {
                      v1::EventKind_Name(event.kind());
   if (event.job_id() != 0) line += "  job=" + std::to_string(event.job_id());
   if (event.kind() == v1::JOB_STATE_CHANGED) {
-    line +=
-        "  " + v1::JobState_Name(event.from_state()) + "->" + v1::JobState_Name(event.to_state());
+    // A submitted job has no state before PENDING: "PENDING", not "JOB_STATE_UNSPECIFIED->".
+    line += "  ";
+    if (event.from_state() != v1::JOB_STATE_UNSPECIFIED) {
+      line += v1::JobState_Name(event.from_state()) + "->";
+    }
+    line += v1::JobState_Name(event.to_state());
   }
   if (!event.queue().empty()) line += "  queue=" + event.queue();
   if (!event.node().empty()) line += "  node=" + event.node();
@@ -168,23 +175,14 @@ std::string EventLine(const v1::Event& event) {
 
 }  // namespace
 
-ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags) {
-  v1::JobSpec spec;
-  if (!flags.file.empty()) {
-    if (Status status = ReadMessageFile(flags.file, &spec); !status.ok()) {
-      return UsageError(status.message());
-    }
-  } else {
-    // Without --queue the server puts the job in its default queue. The defaults of
-    // tessera::JobSpecBuilder: one task of 1 CPU and 1 GiB.
-    spec.mutable_task()->set_cpu_milli(1000);
-    spec.mutable_task()->set_memory_mib(1024);
-  }
-  v1::TaskResources& task = *spec.mutable_task();
-  if (!flags.queue.empty()) spec.set_queue(flags.queue);
-  if (!flags.name.empty()) spec.set_name(flags.name);
-  if (!flags.priority_class.empty()) spec.set_priority_class(flags.priority_class);
-  if (flags.tasks >= 0) spec.set_tasks(flags.tasks);
+namespace {
+
+void ApplySubmitFlags(const SubmitFlags& flags, v1::JobSpec* spec) {
+  v1::TaskResources& task = *spec->mutable_task();
+  if (!flags.queue.empty()) spec->set_queue(flags.queue);
+  if (!flags.name.empty()) spec->set_name(flags.name);
+  if (!flags.priority_class.empty()) spec->set_priority_class(flags.priority_class);
+  if (flags.tasks >= 0) spec->set_tasks(flags.tasks);
   if (flags.cpu_milli >= 0) task.set_cpu_milli(flags.cpu_milli);
   if (flags.memory_mib >= 0) task.set_memory_mib(flags.memory_mib);
   if (flags.gpus >= 0) task.set_gpu_count(flags.gpus);
@@ -193,17 +191,107 @@ ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& f
     if (flags.gpus < 0 && task.gpu_count() == 0) task.set_gpu_count(1);
   }
   if (!flags.command.empty()) {
-    spec.clear_command();
-    for (const std::string& arg : flags.command) spec.add_command(arg);
+    spec->clear_command();
+    for (const std::string& arg : flags.command) spec->add_command(arg);
   }
+}
 
-  v1::Job job;
-  if (CallResult result = api.SubmitJob(spec, flags.idempotency_key, &job); !result.ok()) {
-    return Fail(result);
+// What `flags` asks to submit, each job with its idempotency key; a usage error in `error`.
+std::vector<std::pair<v1::JobSpec, std::string>> SpecsToSubmit(const SubmitFlags& flags,
+                                                               std::string* error) {
+  std::vector<v1::JobSpec> specs;
+  if (!flags.file.empty()) {
+    std::vector<std::unique_ptr<v1::JobSpec>> read;
+    const Status status = ReadMessageFiles(flags.file, [&read]() -> pb::Message* {
+      return read.emplace_back(std::make_unique<v1::JobSpec>()).get();
+    });
+    if (!status.ok()) {
+      *error = status.message();
+      return {};
+    }
+    for (auto& spec : read) specs.push_back(std::move(*spec));
+    if (specs.empty()) {
+      *error = flags.file + ": no job in the file";
+      return {};
+    }
+  } else {
+    // Without --queue the server puts the job in its default queue. The defaults of tessera::JobSpecBuilder: one task of 1 CPU and 1 GiB.
+    v1::JobSpec& spec = specs.emplace_back();
+    spec.mutable_task()->set_cpu_milli(1000);
+    spec.mutable_task()->set_memory_mib(1024);
   }
-  // The id alone, so that ID=$(tessctl submit ...) works.
-  std::cout << (output.json ? ToJson(job, true) : std::to_string(job.id())) << '\n';
-  return ExitCode::kOk;
+  std::vector<std::pair<v1::JobSpec, std::string>> jobs;
+  for (v1::JobSpec& spec : specs) {
+    ApplySubmitFlags(flags, &spec);
+    if (flags.array == 0) {
+      jobs.emplace_back(std::move(spec), "");
+      continue;
+    }
+    for (int i = 0; i < flags.array; ++i) {
+      v1::JobSpec& copy = jobs.emplace_back(spec, "").first;
+      if (!copy.name().empty()) copy.set_name(copy.name() + "-" + std::to_string(i));
+    }
+  }
+  const bool several = jobs.size() > 1;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (flags.idempotency_key.empty()) continue;
+    jobs[i].second =
+        several ? flags.idempotency_key + "-" + std::to_string(i) : flags.idempotency_key;
+  }
+  return jobs;
+}
+
+// Submits every job over `connections` concurrent connections, so that the daemon's group commit
+// makes them share fsyncs; results in the order of `jobs`.
+std::vector<CallResult> SubmitAll(const ApiClient& api,
+                                  const std::vector<std::pair<v1::JobSpec, std::string>>& jobs,
+                                  std::vector<v1::Job>* submitted) {
+  constexpr size_t kConnections = 16;
+  std::vector<CallResult> results(jobs.size());
+  submitted->resize(jobs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      results[i] = api.SubmitJob(jobs[i].first, jobs[i].second, &(*submitted)[i]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min(kConnections, jobs.size()); ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& thread : threads) thread.join();
+  return results;
+}
+
+}  // namespace
+
+ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags) {
+  std::string error;
+  const auto jobs = SpecsToSubmit(flags, &error);
+  if (jobs.empty()) return UsageError(error);
+  if (jobs.size() == 1) {
+    v1::Job job;
+    if (CallResult result = api.SubmitJob(jobs[0].first, jobs[0].second, &job); !result.ok()) {
+      return Fail(result);
+    }
+    // The id alone, so that ID=$(tessctl submit ...) works.
+    std::cout << (output.json ? ToJson(job, true) : std::to_string(job.id())) << '\n';
+    return ExitCode::kOk;
+  }
+  std::vector<v1::Job> submitted;
+  const std::vector<CallResult> results = SubmitAll(api, jobs, &submitted);
+  ExitCode code = ExitCode::kOk;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok()) {
+      std::cout << (output.json ? ToJson(submitted[i], false) : std::to_string(submitted[i].id()))
+                << '\n';
+      continue;
+    }
+    std::cout << "-\n";
+    std::cerr << "tessctl: job " << i + 1 << " of " << jobs.size() << ": " << results[i].error
+              << '\n';
+    if (code == ExitCode::kOk) code = results[i].code;
+  }
+  return code;
 }
 
 ExitCode ListJobs(const ApiClient& api, const Output& output, const std::string& queue,

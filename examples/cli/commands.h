@@ -16,9 +16,12 @@ struct Output {
   bool json = false;  // -o json: protobuf JSON mapping instead of tables.
 };
 
-// `submit`: the spec from a JSON file (empty path: none) with the flags applied on top.
+// `submit`: the specs of a YAML file (one per document) or a JSON file (empty path: none, one spec
+// from the flags), with the flags applied on top of each; `array` > 0 submits each that many
+// times (names and idempotency keys get "-<index>").
 struct SubmitFlags {
   std::string file;
+  int array = 0;
   std::string idempotency_key;
   std::string queue, name, priority_class;
   int tasks = -1, gpus = -1, gpu_milli = -1;  // -1: not given.
@@ -26,6 +29,8 @@ struct SubmitFlags {
   std::vector<std::string> command;
 };
 
+// One job: prints its id (or the Job as JSON). Several: submits them concurrently and prints one
+// line per job in order, its id or "-" when the server refused it, the reason on stderr.
 ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags);
 ExitCode ListJobs(const ApiClient& api, const Output& output, const std::string& queue,
                   const std::vector<std::string>& states, int page_size);

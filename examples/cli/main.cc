@@ -1,7 +1,9 @@
 // tessctl: the command line for tesserad (docs/cli.md).
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 
 #include "api_client.h"
 #include "commands.h"
@@ -25,12 +27,22 @@ std::string EnvOr(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
+// A whole-number range whose error names the bounds as integers ("0 to 2147483647"), not as
+// CLI::NonNegativeNumber's 300-digit double.
+template <typename T>
+CLI::Range Between(T min, T max = std::numeric_limits<T>::max()) {
+  return CLI::Range(min, max);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tessctl: submit, inspect and manage jobs, queues and nodes on a tesserad server."};
   app.footer(kFooter);
   app.require_subcommand(1);
+  // Global options (-o, --server, ...) are accepted after the subcommand as well: `tessctl queues
+  // -o json`. Inherited by the subcommands added below.
+  app.fallthrough();
 
   std::string server = EnvOr("TESSERA_SERVER", "http://127.0.0.1:8080");
   std::string token = EnvOr("TESSERA_TOKEN", "");
@@ -56,20 +68,23 @@ int main(int argc, char** argv) {
   tessera::cli::SubmitFlags submit;
   auto* submit_cmd = app.add_subcommand(
       "submit",
-      "submit a job from a YAML or JSON JobSpec file and/or flags; prints the new job's id");
+      "submit jobs from a YAML or JSON JobSpec file and/or flags; prints each new job's id");
   submit_cmd
       ->add_option("-f,--file", submit.file,
-                   "JobSpec as YAML, or JSON when the name ends in .json (docs/cli.md); "
-                   "flags given as well override its fields")
+                   "JobSpecs as YAML, one per document (--- between them), or one as JSON when the "
+                   "name ends in .json (docs/cli.md); flags given as well override their fields")
       ->check(CLI::ExistingFile);
+  submit_cmd
+      ->add_option("--array", submit.array,
+                   "submit each job N times (names and idempotency keys get -0, -1, ...)")
+      ->check(Between(1, 100000));
   submit_cmd->add_option("--queue", submit.queue,
                          "leaf queue, e.g. research/vision (default: the server's default queue)");
   submit_cmd->add_option("--name", submit.name, "job name");
   submit_cmd->add_option("--priority-class", submit.priority_class, "priority class name");
-  submit_cmd->add_option("--tasks", submit.tasks, "number of tasks (default 1)")
-      ->check(CLI::NonNegativeNumber);
+  submit_cmd->add_option("--tasks", submit.tasks, "number of tasks (default 1)")->check(Between(0));
   submit_cmd->add_option("--gpus", submit.gpus, "whole GPUs per task (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Between(0));
   submit_cmd
       ->add_option("--gpu-milli", submit.gpu_milli,
                    "share of one GPU per task in milli-GPUs (1..999; 1000 = whole)")
@@ -78,9 +93,9 @@ int main(int argc, char** argv) {
       ->add_option("--cpu-milli", submit.cpu_milli,
                    "CPU per task, 1000 = one core "
                    "(default 1000)")
-      ->check(CLI::PositiveNumber);
+      ->check(Between<int64_t>(1));
   submit_cmd->add_option("--memory-mib", submit.memory_mib, "memory per task (default 1024)")
-      ->check(CLI::PositiveNumber);
+      ->check(Between<int64_t>(1));
   submit_cmd->add_option("--idempotency-key", submit.idempotency_key,
                          "resubmitting with the same key returns the first job");
   submit_cmd->add_option("--command,command", submit.command,
@@ -134,7 +149,7 @@ int main(int argc, char** argv) {
   watch_cmd->add_option("--after", after_seq, "start after this event sequence number")
       ->capture_default_str();
   watch_cmd->add_option("--limit", limit, "stop after this many events (0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Between(0));
 
   bool once = false;
   auto* top_cmd = app.add_subcommand("top", "queue and node summary, refreshed every second");

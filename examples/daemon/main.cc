@@ -22,6 +22,7 @@
 #include "api.h"
 #include "http_server.h"
 #include "tessera/daemon_config.h"
+#include "tessera/queue_tree.h"
 #include "tessera/scheduler.h"
 #include "tls_context.h"
 
@@ -79,6 +80,16 @@ int main(int argc, char** argv) {
 
   auto scheduler = tessera::Scheduler::Open(*options);
   if (!scheduler.ok()) return Fail(scheduler.status().ToString());
+  if (config->queues_size() > 0) {
+    auto applied = tessera::ApplyQueueTree(**scheduler, config->queues());
+    if (!applied.ok()) return Fail(applied.status().ToString());
+    std::cerr << "tesserad: queues: " << applied->created.size() << " created, "
+              << applied->updated.size() << " updated, " << applied->unchanged.size()
+              << " unchanged, " << applied->undeclared.size() << " not declared (kept)";
+    for (const std::string& name : applied->created) std::cerr << "; created " << name;
+    for (const std::string& name : applied->updated) std::cerr << "; updated " << name;
+    std::cerr << std::endl;
+  }
 
   std::atomic<bool> stopping{false};
   tesserad::AlertMonitor alerts(**scheduler, config->alerts(), [](const std::string& line) {

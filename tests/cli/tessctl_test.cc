@@ -419,3 +419,149 @@ TEST_CASE("tessctl usage errors exit 1 without calling the server") {
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("Exit codes") != std::string::npos);
 }
+
+TEST_CASE("tessctl takes the global options after the subcommand too") {
+  FakeTesserad server(
+      [](const RecordedRequest&) { return Ok(R"({"queues":[{"spec":{"name":"research"}}]})"); });
+  const RunResult run = Tessctl({"queues", "-o", "json", "--server", server.url()});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.rfind("{\"queues\": [", 0) == 0);
+}
+
+TEST_CASE("tessctl queues shows an unset weight as 1, its meaning") {
+  FakeTesserad server([](const RecordedRequest&) {
+    return Ok(R"({"queues":[{"spec":{"name":"research"}},{"spec":{"name":"ops","weight":2.5}}]})");
+  });
+  const RunResult run = Tessctl({"--server", server.url(), "queues"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("research   1 ") != std::string::npos);
+  CHECK(run.out.find("ops        2.5 ") != std::string::npos);
+}
+
+TEST_CASE("tessctl watch prints a new job's first state without an unspecified one") {
+  FakeTesserad server([](const RecordedRequest&) {
+    return Ok(R"({"events":[{"seq":"1","kind":"JOB_STATE_CHANGED","jobId":"42",
+                   "toState":"PENDING"}]})");
+  });
+  const RunResult run = Tessctl({"--server", server.url(), "watch", "--limit", "1"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("job=42  PENDING") != std::string::npos);
+  CHECK(run.out.find("UNSPECIFIED") == std::string::npos);
+}
+
+TEST_CASE("tessctl refuses a negative count with the bounds as integers") {
+  const RunResult run = Tessctl({"submit", "--queue", "a", "--tasks", "-1"});
+  CHECK(run.exit_code == 1);
+  INFO(run.err);
+  CHECK(run.err.find("--tasks") != std::string::npos);
+  CHECK(run.err.find("not in range 0 to 2147483647") != std::string::npos);
+  CHECK(run.err.size() < 200);
+  const RunResult memory = Tessctl({"submit", "--queue", "a", "--memory-mib", "0"});
+  CHECK(memory.exit_code == 1);
+  INFO(memory.err);
+  CHECK(memory.err.find("not in range 1 to 9223372036854775807") != std::string::npos);
+}
+
+// Answers each submit with a job whose id is 100 + the request's number, or 400 for a job named
+// "refused".
+CannedResponse NumberedJobs(const RecordedRequest& request, std::atomic<int>* count) {
+  if (request.body.find("\"name\":\"refused\"") != std::string::npos) {
+    return {400, R"({"code":"INVALID_ARGUMENT","message":"tasks: must be >= 1"})"};
+  }
+  return Ok(R"({"id":")" + std::to_string(100 + (*count)++) + R"("})");
+}
+
+TEST_CASE("tessctl submit -f submits every YAML document and prints each id in order") {
+  std::atomic<int> count{0};
+  FakeTesserad server([&count](const RecordedRequest& r) { return NumberedJobs(r, &count); });
+  const std::string path = WriteTempFile(".yaml", R"(queue: a
+name: first
+---
+queue: b
+name: second
+task: {gpu_count: 1}
+---
+)");
+  const RunResult run = Tessctl({"--server", server.url(), "submit", "-f", path, "--tasks", "2"});
+  unlink(path.c_str());
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK((run.out == "100\n101\n" || run.out == "101\n100\n"));
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  std::vector<std::string> queues;
+  for (const auto& request : requests) {
+    const auto spec = ParseJson<tessera::v1::JobSpec>(request.body);
+    CHECK(spec.tasks() == 2);  // the flag applies to every document.
+    queues.push_back(spec.queue());
+  }
+  std::sort(queues.begin(), queues.end());
+  CHECK(queues == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("tessctl submit --array N submits N numbered copies with numbered keys") {
+  std::atomic<int> count{0};
+  FakeTesserad server([&count](const RecordedRequest& r) { return NumberedJobs(r, &count); });
+  const RunResult run = Tessctl({"--server", server.url(), "submit", "--queue", "a", "--name",
+                                 "sweep", "--array", "20", "--idempotency-key", "k"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 20);
+  std::vector<std::string> names, keys;
+  for (const auto& request : server.requests()) {
+    names.push_back(ParseJson<tessera::v1::JobSpec>(request.body).name());
+    keys.push_back(request.idempotency_key);
+  }
+  REQUIRE(names.size() == 20);
+  std::sort(names.begin(), names.end());
+  std::sort(keys.begin(), keys.end());
+  CHECK(names[0] == "sweep-0");
+  CHECK(names[19] == "sweep-9");  // sorted as text: sweep-0, sweep-1, sweep-10, ...
+  CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
+  CHECK(keys[0] == "k-0");
+  CHECK(std::adjacent_find(keys.begin(), keys.end()) == keys.end());
+
+  CHECK(Tessctl({"submit", "--queue", "a", "--array", "0"}).exit_code == 1);
+}
+
+TEST_CASE("tessctl submit -f with a bad document names it and sends nothing") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  const std::string path =
+      WriteTempFile(".yaml", "queue: a\n---\nqueue: b\ntask:\n  gpus: 2\n---\nqueue: c\n");
+  const RunResult run = Tessctl({"--server", server.url(), "submit", "-f", path});
+  unlink(path.c_str());
+  CHECK(run.exit_code == 1);
+  INFO(run.err);
+  CHECK(run.err.find("document 2: " + path + ":5:3: task.gpus: unknown field") !=
+        std::string::npos);
+  CHECK(server.requests().empty());
+
+  const std::string empty = WriteTempFile(".yaml", "---\n# nothing\n");
+  const RunResult none = Tessctl({"--server", server.url(), "submit", "-f", empty});
+  unlink(empty.c_str());
+  CHECK(none.exit_code == 1);
+  CHECK(none.err.find(empty + ": no job in the file") != std::string::npos);
+}
+
+TEST_CASE("tessctl submit of several jobs reports each refusal by its number and goes on") {
+  std::atomic<int> count{0};
+  FakeTesserad server([&count](const RecordedRequest& r) { return NumberedJobs(r, &count); });
+  const std::string path =
+      WriteTempFile(".yaml", "queue: a\n---\nqueue: a\nname: refused\n---\nqueue: a\n");
+  const RunResult run = Tessctl({"--server", server.url(), "submit", "-f", path});
+  unlink(path.c_str());
+  CHECK(run.exit_code == 2);
+  CHECK(server.requests().size() == 3);
+  const std::vector<std::string> lines = [&run] {
+    std::vector<std::string> out;
+    std::istringstream in(run.out);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }();
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1] == "-");
+  CHECK(lines[0] != "-");
+  CHECK(lines[2] != "-");
+  CHECK(run.err == "tessctl: job 2 of 3: INVALID_ARGUMENT: tasks: must be >= 1 (HTTP 400)\n");
+}

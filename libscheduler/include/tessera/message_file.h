@@ -15,6 +15,7 @@
 // Thread safety: free functions on values.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <google/protobuf/message.h>
@@ -29,6 +30,14 @@ namespace tessera {
 // the problem: "job.yaml:3:8: tasks: expected an integer, got 'four'",
 // "job.yaml:2:1: gpus: unknown field (known fields: ...)", "job.json: invalid JSON ...".
 TESSERA_EXPORT Status ReadMessageFile(const std::string& path, google::protobuf::Message* message);
+
+// Reads every message of `path`: the YAML documents separated by "---" (empty ones skipped), or
+// the one message of a ".json" file, each into the message `next` returns for it (cleared first).
+// Errors as ReadMessageFile; for a YAML document that does not match, prefixed with its number
+// from 1: "document 2: jobs.yaml:7:3: task.gpus: unknown field (...)". On an error the messages
+// already filled are left as they are; callers that need all-or-nothing read first, then act.
+TESSERA_EXPORT Status ReadMessageFiles(const std::string& path,
+                                       const std::function<google::protobuf::Message*()>& next);
 
 // The YAML half of ReadMessageFile on text in memory; `source` names it in errors.
 TESSERA_EXPORT Status ParseYamlMessage(const std::string& yaml, const std::string& source,

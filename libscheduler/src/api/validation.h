@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <google/protobuf/repeated_ptr_field.h>
+
 #include "tessera/options.h"
 #include "tessera/status.h"
 #include "tessera/v1/job.pb.h"
@@ -22,6 +24,10 @@ Status ValidateJobSpec(const v1::JobSpec& spec);
 // starting with a letter or digit, at most kMaxQueueDepth deep. `field` names it in errors.
 Status ValidateQueueName(const std::string& name, const std::string& field);
 Status ValidateQueueSpec(const v1::QueueSpec& spec);
+// A declared queue tree (DaemonConfig.queues, ApplyQueueTree) on its own: each spec valid and
+// named once, errors naming the entry ("queues[1].name: 'a' is declared twice (also queues[0])").
+// Defined in queue_tree.cc; what depends on the existing queues is checked there.
+Status ValidateQueueDeclaration(const google::protobuf::RepeatedPtrField<v1::QueueSpec>& declared);
 Status ValidateOptions(const Options& options);
 
 // The priority class a job resolves to. Errors: INVALID_ARGUMENT naming priority_class.

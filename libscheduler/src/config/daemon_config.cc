@@ -405,6 +405,7 @@ Status ValidateDaemonConfig(const v1::DaemonConfig& config) {
   TESSERA_RETURN_IF_ERROR(ValidateServer(c.server()));
   TESSERA_RETURN_IF_ERROR(ValidateAuth(c.auth(), c.server()));
   TESSERA_RETURN_IF_ERROR(ValidateAlerts(c.alerts()));
+  TESSERA_RETURN_IF_ERROR(ValidateQueueDeclaration(c.queues()));
   if (c.has_simulated_cluster()) {
     TESSERA_RETURN_IF_ERROR(
         ExpandSimulatedCluster(c.simulated_cluster()).status().WithContext("simulated_cluster"));

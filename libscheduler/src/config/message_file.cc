@@ -15,16 +15,33 @@ Status ParseYamlMessage(const std::string& yaml, const std::string& source,
   return YamlStringToMessage(yaml, source, message);
 }
 
+namespace {
+
+bool IsJsonFile(const std::string& path) {
+  constexpr std::string_view kJson = ".json";
+  return path.size() >= kJson.size() &&
+         path.compare(path.size() - kJson.size(), kJson.size(), kJson) == 0;
+}
+
+}  // namespace
+
+Status ReadMessageFiles(const std::string& path,
+                        const std::function<google::protobuf::Message*()>& next) {
+  if (IsJsonFile(path)) return ReadMessageFile(path, next());
+  std::ifstream in(path);
+  if (!in) return NotFoundError("cannot read '" + path + "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return YamlStringToMessages(buffer.str(), path, next);
+}
+
 Status ReadMessageFile(const std::string& path, google::protobuf::Message* message) {
   std::ifstream in(path);
   if (!in) return NotFoundError("cannot read '" + path + "'");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
-  constexpr std::string_view kJson = ".json";
-  const bool json = path.size() >= kJson.size() &&
-                    path.compare(path.size() - kJson.size(), kJson.size(), kJson) == 0;
-  if (!json) return ParseYamlMessage(text, path, message);
+  if (!IsJsonFile(path)) return ParseYamlMessage(text, path, message);
   message->Clear();
   const auto parsed = google::protobuf::util::JsonStringToMessage(text, message);
   if (!parsed.ok()) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -221,6 +222,35 @@ Status YamlStringToMessage(const std::string& yaml, const std::string& source,
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(source + ": " + e.what());
   }
+}
+
+Status YamlStringToMessages(const std::string& yaml, const std::string& source,
+                            const std::function<google::protobuf::Message*()>& next) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(yaml);
+  } catch (const YAML::Exception& e) {
+    std::ostringstream os;
+    os << source;
+    if (!e.mark.is_null()) os << ":" << e.mark.line + 1 << ":" << e.mark.column + 1;
+    os << ": not valid YAML: " << e.msg;
+    return InvalidArgumentError(os.str());
+  }
+  int number = 0;
+  for (const YAML::Node& document : documents) {
+    if (document.IsNull()) continue;
+    ++number;
+    google::protobuf::Message* message = next();
+    message->Clear();
+    Status mapped;
+    try {
+      mapped = Mapper(source).Message(document, "", message);
+    } catch (const YAML::Exception& e) {
+      mapped = InvalidArgumentError(source + ": " + e.what());
+    }
+    if (!mapped.ok()) return mapped.WithContext("document " + std::to_string(number));
+  }
+  return Status::Ok();
 }
 
 Status YamlFileToMessage(const std::string& path, google::protobuf::Message* message) {

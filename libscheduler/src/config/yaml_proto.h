@@ -6,6 +6,7 @@
 // path>: <problem>".
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <google/protobuf/message.h>
@@ -17,6 +18,11 @@ namespace tessera {
 // Errors: INVALID_ARGUMENT for unparsable YAML or a mismatch with the message.
 Status YamlStringToMessage(const std::string& yaml, const std::string& source,
                            google::protobuf::Message* message);
+// Every document of a multi-document stream ("---" between them), each into the message `next`
+// returns for it; empty documents are skipped. Errors as above, prefixed "document N: " (N from
+// 1) for a document that does not match; line numbers count from the start of `yaml`.
+Status YamlStringToMessages(const std::string& yaml, const std::string& source,
+                            const std::function<google::protobuf::Message*()>& next);
 // Errors: NOT_FOUND when the file cannot be read; otherwise as above.
 Status YamlFileToMessage(const std::string& path, google::protobuf::Message* message);
 
