@@ -242,7 +242,9 @@ TEST_CASE("lifecycle: idempotency keys are unique per scope, and reported withou
   CHECK(retry->idempotency_key() == "req-1");
   CHECK(t->GetJob(a->id())->idempotency_key() == "req-1");
   v1::ListJobsRequest list;
-  for (const v1::Job& job : t->ListJobs(list)->jobs()) CHECK(job.idempotency_key() == "req-1");
+  auto listed = t->ListJobs(list);
+  REQUIRE(listed.ok());
+  for (const v1::Job& job : listed->jobs()) CHECK(job.idempotency_key() == "req-1");
   // The separator cannot be smuggled in to reach another scope.
   SubmitOptions forged{.idempotency_key = std::string("team-a\x1freq-1")};
   CHECK(t->Submit(spec, forged).status().message() ==
