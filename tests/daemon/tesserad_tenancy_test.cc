@@ -71,22 +71,22 @@ TEST_CASE("tesserad: a tenant may use only the priority classes its token was gr
       daemon.Call(verb::post, "/v1/jobs", Spec("team-a", R"(,"priorityClass":"high")"), kTenantA);
   CHECK(high.status == 403);
   CHECK(high.body ==
-        R"({"code":"PERMISSION_DENIED","message":"priority_class: 'high' is not granted to the )"
-        R"(token (granted: low, normal)"
-})");
+        R"x({"code":"PERMISSION_DENIED","message":"priority_class: 'high' is not granted to the )x"
+        R"x(token (granted: low, normal)"})x");
   // The default class and those below it are granted by default; an empty class is the default.
   CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a", R"(,"priorityClass":"low")"), kTenantA)
             .status == 200);
-CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a"), kTenantA).status == 200);
-// A token granted "high" may use it, and only it.
-CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-h", R"(,"priorityClass":"high")"), kTenantHigh)
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a"), kTenantA).status == 200);
+  // A token granted "high" may use it, and only it.
+  CHECK(
+      daemon.Call(verb::post, "/v1/jobs", Spec("team-h", R"(,"priorityClass":"high")"), kTenantHigh)
           .status == 200);
-const Reply normal = daemon.Call(verb::post, "/v1/jobs", Spec("team-h"), kTenantHigh);
-CHECK(normal.status == 403);
-CHECK(normal.body.find("priority_class: 'normal' is not granted") != std::string::npos);
-// An admin may use every class.
-CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a", R"(,"priorityClass":"high")"), kAdmin)
-          .status == 200);
+  const Reply normal = daemon.Call(verb::post, "/v1/jobs", Spec("team-h"), kTenantHigh);
+  CHECK(normal.status == 403);
+  CHECK(normal.body.find("priority_class: 'normal' is not granted") != std::string::npos);
+  // An admin may use every class.
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a", R"(,"priorityClass":"high")"), kAdmin)
+            .status == 200);
 }
 
 TEST_CASE("tesserad: submits over a token's rate are answered 429; other tokens are not held") {
