@@ -10,7 +10,8 @@ Api::Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
          const std::atomic<bool>* stopping, const AlertMonitor* alerts)
     : scheduler_(scheduler),
       config_(std::move(config)),
-      auth_(config_.auth()),
+      auth_(config_),
+      submit_limiter_(config_.limits().submits_per_second(), config_.limits().submit_burst()),
       stopping_(stopping),
       alerts_(alerts) {}
 
@@ -30,7 +31,7 @@ ApiResponse Api::Handle(const HttpRequest& request) {
   }
   auto principal = Authenticate(request);
   if (auto* refused = std::get_if<HttpResponse>(&principal)) return std::move(*refused);
-  Router router(*scheduler_, config_, *stopping_, alerts_, request,
+  Router router(*scheduler_, config_, *stopping_, alerts_, submit_limiter_, request,
                 std::move(std::get<Principal>(principal)));
   return router.Route(path, query);
 }
@@ -44,7 +45,7 @@ void Api::HandleAsync(std::shared_ptr<const HttpRequest> request, Responder resp
   if (auto* refused = std::get_if<HttpResponse>(&principal)) {
     return respond([response = std::move(*refused)] { return ApiResponse(response); });
   }
-  Router router(*scheduler_, config_, *stopping_, alerts_, *request,
+  Router router(*scheduler_, config_, *stopping_, alerts_, submit_limiter_, *request,
                 std::move(std::get<Principal>(principal)));
   router.SubmitJobAsync(request, std::move(respond));
 }

@@ -13,6 +13,7 @@
 #include "alerts.h"
 #include "auth.h"
 #include "http_codec.h"
+#include "submit_rate_limiter.h"
 #include "tessera/scheduler.h"
 #include "tessera/v1/config.pb.h"
 
@@ -47,6 +48,7 @@ class Api {
   tessera::Scheduler* scheduler_;
   const tessera::v1::DaemonConfig config_;
   TokenAuthenticator auth_;
+  SubmitRateLimiter submit_limiter_;
   const std::atomic<bool>* stopping_;
   const AlertMonitor* alerts_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "tenant_view.h"
 #include "tessera/v1/api.pb.h"
 
 namespace tesserad {
@@ -40,7 +41,10 @@ HttpResponse Router::WatchEvents(const Query& query) {
     if (!events.ok()) return ErrorFor(request_, events.status());
     for (auto& event : *events) {
       cursor = event.seq();
-      if (principal_.admin || (!event.queue().empty() && principal_.Owns(event.queue()))) {
+      if (principal_.admin) {
+        *response.add_events() = std::move(event);
+      } else if (!event.queue().empty() && principal_.Owns(event.queue())) {
+        event.set_reason(WithoutOtherJobIds(event.reason(), event.job_id()));
         *response.add_events() = std::move(event);
       }
     }

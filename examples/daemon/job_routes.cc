@@ -1,13 +1,38 @@
 #include "router.h"
 
 #include <charconv>
+#include <cstdio>
 #include <utility>
 #include <variant>
+
+#include "tenant_view.h"
 
 namespace tesserad {
 
 namespace http = boost::beast::http;
 using tessera::Status;
+
+namespace {
+
+std::string FormatRate(double per_second) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", per_second);
+  return text;
+}
+
+}  // namespace
+
+HttpResponse Router::JobNotFound(tessera::JobId id) {
+  return ErrorFor(request_,
+                  tessera::NotFoundError("job " + std::to_string(id) + " does not exist"));
+}
+
+tessera::v1::Job Router::ForCaller(tessera::v1::Job job) const {
+  if (!principal_.admin) {
+    job.mutable_status()->set_reason(WithoutOtherJobIds(job.status().reason(), job.id()));
+  }
+  return job;
+}
 
 std::variant<HttpResponse, Router::Submission> Router::ReadSubmission() {
   Submission submission;
@@ -17,7 +42,31 @@ std::variant<HttpResponse, Router::Submission> Router::ReadSubmission() {
                                    "\" is outside the token's queues \"" + principal_.queue_prefix +
                                    "\"");
   }
+  const std::string& wanted = submission.spec.priority_class().empty()
+                                  ? config_.default_priority_class()
+                                  : submission.spec.priority_class();
+  if (!principal_.MayUse(wanted)) {
+    std::string granted;
+    for (const std::string& c : principal_.priority_classes) {
+      granted += (granted.empty() ? "" : ", ") + c;
+    }
+    return Forbidden(request_, "priority_class: '" + wanted + "' is not granted to the token (" +
+                                   "granted: " + granted + ")");
+  }
+  if (!principal_.admin &&
+      !submit_limiter_.TryAcquire(principal_.token_digest, SubmitRateLimiter::Clock::now())) {
+    HttpResponse response = ErrorResponse(
+        429, "RESOURCE_EXHAUSTED",
+        "submit rate: the token may submit " + FormatRate(submit_limiter_.per_second()) +
+            " jobs per second (limits.submits_per_second); retry later");
+    response.version(request_.version());
+    response.keep_alive(request_.keep_alive());
+    response.set(http::field::retry_after, "1");
+    return response;
+  }
   submission.options.idempotency_key = std::string(Sv(request_["Idempotency-Key"]));
+  // Keys are the tenant's own: another tenant's key names no job of this one.
+  if (!principal_.admin) submission.options.idempotency_scope = principal_.queue_prefix;
   return submission;
 }
 
@@ -61,15 +110,14 @@ HttpResponse Router::JobRoute(std::string_view rest) {
   if (cancel && request_.method() != http::verb::post) return MethodNotAllowed(request_, "POST");
   if (!cancel && request_.method() != http::verb::get) return MethodNotAllowed(request_, "GET");
   auto job = scheduler_.GetJob(id);
+  if (!job.ok() && job.status().code() == tessera::StatusCode::kNotFound) return JobNotFound(id);
   if (!job.ok()) return ErrorFor(request_, job.status());
   // Another tenant's job does not exist as far as this caller can tell.
-  if (!principal_.Owns(job->spec().queue())) {
-    return ErrorFor(request_, tessera::NotFoundError("job " + std::to_string(id) + " not found"));
-  }
-  if (!cancel) return Reply(request_, *job);
+  if (!principal_.Owns(job->spec().queue())) return JobNotFound(id);
+  if (!cancel) return Reply(request_, ForCaller(*std::move(job)));
   auto cancelled = scheduler_.Cancel(id);
   if (!cancelled.ok()) return ErrorFor(request_, cancelled.status());
-  return Reply(request_, *cancelled);
+  return Reply(request_, ForCaller(*std::move(cancelled)));
 }
 
 HttpResponse Router::ListJobs(const Query& query) {
@@ -126,6 +174,7 @@ HttpResponse Router::ListJobs(const Query& query) {
   }
   auto jobs = scheduler_.ListJobs(list);
   if (!jobs.ok()) return ErrorFor(request_, jobs.status());
+  for (tessera::v1::Job& job : *jobs->mutable_jobs()) job = ForCaller(std::move(job));
   return Reply(request_, *jobs);
 }
 

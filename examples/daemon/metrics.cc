@@ -95,7 +95,7 @@ class MetricsWriter {
 }  // namespace
 
 std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config,
-                          const AlertMonitor* alerts) {
+                          const AlertMonitor* alerts, const Principal& viewer) {
   MetricsWriter w;
   const tessera::v1::SchedulerStats stats = scheduler.GetStats();
 
@@ -133,6 +133,10 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
             stats.preemption_latency());
 
   auto queues = scheduler.ListQueues();
+  if (queues.ok() && !viewer.admin) {
+    std::erase_if(*queues,
+                  [&](const tessera::v1::Queue& q) { return !viewer.Owns(q.spec().name()); });
+  }
   w.Header("tessera_queue_pending_jobs", "gauge", "Pending jobs of a queue's subtree.");
   if (queues.ok()) {
     for (const auto& q : *queues) {
@@ -233,6 +237,7 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
     w.Header("tessera_alert_firing", "gauge",
              "1 for each alert firing at the last check, by alert and subject.");
     for (const Alert& alert : alerts->Firing()) {
+      if (!viewer.admin && alert.name == "queue_backlog" && !viewer.Owns(alert.subject)) continue;
       w.Sample("tessera_alert_firing", {{"alert", alert.name}, {"subject", alert.subject}}, 1);
     }
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "alerts.h"
+#include "auth.h"
 #include "tessera/scheduler.h"
 #include "tessera/v1/config.pb.h"
 
@@ -15,8 +16,9 @@ namespace tesserad {
 
 // The text served on GET /metrics. `config` supplies the GPU health limits and `alerts` (may be
 // null) the alert thresholds and the alerts firing, exposed as gauges so that alert rules can
-// compare against them.
+// compare against them. Per-queue series, and alerts about a queue, are shown only for the
+// queues `viewer` owns (all of them for an admin), so that a tenant learns nothing of the others.
 std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config,
-                          const AlertMonitor* alerts);
+                          const AlertMonitor* alerts, const Principal& viewer);
 
 }  // namespace tesserad

@@ -11,7 +11,7 @@ ApiResponse Router::Route(std::string_view path, const Query& query) {
   if (path == "/metrics") {
     if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
     return MakeResponse(request_, 200, "text/plain; version=0.0.4; charset=utf-8",
-                        RenderMetrics(scheduler_, config_, alerts_));
+                        RenderMetrics(scheduler_, config_, alerts_, principal_));
   }
   if (path == "/v1/jobs") {
     if (method == http::verb::get) return ListJobs(query);

@@ -16,6 +16,7 @@
 #include "alerts.h"
 #include "auth.h"
 #include "http_codec.h"
+#include "submit_rate_limiter.h"
 #include "tessera/scheduler.h"
 #include "tessera/v1/config.pb.h"
 
@@ -24,12 +25,13 @@ namespace tesserad {
 class Router {
  public:
   Router(tessera::Scheduler& scheduler, const tessera::v1::DaemonConfig& config,
-         const std::atomic<bool>& stopping, const AlertMonitor* alerts, const HttpRequest& request,
-         Principal principal)
+         const std::atomic<bool>& stopping, const AlertMonitor* alerts,
+         SubmitRateLimiter& submit_limiter, const HttpRequest& request, Principal principal)
       : scheduler_(scheduler),
         config_(config),
         stopping_(stopping),
         alerts_(alerts),
+        submit_limiter_(submit_limiter),
         request_(request),
         principal_(std::move(principal)) {}
 
@@ -47,8 +49,14 @@ class Router {
     tessera::v1::JobSpec spec;
     tessera::SubmitOptions options;
   };
-  // The submit the request asks for, or the response refusing it (bad body, foreign queue).
+  // The submit the request asks for, or the response refusing it (bad body, foreign queue,
+  // priority class not granted, submit rate exceeded).
   std::variant<HttpResponse, Submission> ReadSubmission();
+  // The reply to GET or cancel of a job that does not exist or that the caller may not see:
+  // the same bytes in both cases but for the id, so that ids are no oracle.
+  HttpResponse JobNotFound(tessera::JobId id);
+  // What a tenant sees of its own job: status.reason without the ids of other jobs.
+  tessera::v1::Job ForCaller(tessera::v1::Job job) const;
   HttpResponse SubmitJob();
   HttpResponse JobRoute(std::string_view rest);  // /v1/jobs/{id}[:cancel]
   HttpResponse ListJobs(const Query& query);
@@ -74,6 +82,7 @@ class Router {
   const tessera::v1::DaemonConfig& config_;
   const std::atomic<bool>& stopping_;
   const AlertMonitor* alerts_;
+  SubmitRateLimiter& submit_limiter_;
   const HttpRequest& request_;
   const Principal principal_;
 };

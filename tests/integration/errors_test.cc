@@ -1,6 +1,7 @@
 // Every documented error of the public API, provoked: the code is right and the message names
 // the field or the object at fault.
 #include <fstream>
+#include <limits>
 
 #include "integration/fixture.h"
 
@@ -85,6 +86,44 @@ TEST_CASE("errors: invalid job specs are refused, naming the field") {
        "simulation.duration_ms"},
       {"unknown priority class", [](v1::JobSpec& s) { s.set_priority_class("urgent"); },
        "priority_class: unknown class 'urgent' (known: low, normal, high)"},
+      // Integer bounds: each message names the bound.
+      {"time limit past a year", [](v1::JobSpec& s) { s.set_time_limit_s(9223372036854); },
+       "time_limit_s: must be between 0 and 31622400, got 9223372036854"},
+      {"simulated duration INT64_MAX",
+       [](v1::JobSpec& s) {
+         s.mutable_simulation()->set_duration_ms(std::numeric_limits<int64_t>::max());
+       },
+       "simulation.duration_ms: must be between 0 and 31622400000"},
+      {"negative checkpoint interval",
+       [](v1::JobSpec& s) { s.mutable_simulation()->set_checkpoint_every_ms(-1); },
+       "simulation.checkpoint_every_ms: must be between 0 and 31622400000, got -1"},
+      {"simulated exit code over 255",
+       [](v1::JobSpec& s) { s.mutable_simulation()->set_exit_code(256); },
+       "simulation.exit_code: must be between 0 and 255, got 256"},
+      {"cpu past a million cores",
+       [](v1::JobSpec& s) { s.mutable_task()->set_cpu_milli(int64_t{1} << 40); },
+       "task.cpu_milli: must be between 1 and 1000000000"},
+      {"memory past 1 PiB",
+       [](v1::JobSpec& s) { s.mutable_task()->set_memory_mib(int64_t{1} << 40); },
+       "task.memory_mib: must be between 1 and 1073741824"},
+      {"GPU memory past 1 PiB",
+       [](v1::JobSpec& s) {
+         s.mutable_task()->set_gpu_count(1);
+         s.mutable_task()->set_gpu_memory_mib(int64_t{1} << 40);
+       },
+       "task.gpu_memory_mib: must be between 0 and 1073741824"},
+      // Sizes (JobSizeLimits defaults).
+      {"command over 64 KiB", [](v1::JobSpec& s) { s.add_command(std::string(64 * 1024, 'x')); },
+       "command: at most 65536 bytes, got 65537 (limits.max_command_bytes)"},
+      {"env over 64 KiB",
+       [](v1::JobSpec& s) { (*s.mutable_env())["A"] = std::string(64 * 1024, 'x'); },
+       "env: at most 65536 bytes, got 65539 (limits.max_env_bytes)"},
+      {"spec over 256 KiB",
+       [](v1::JobSpec& s) {
+         for (int i = 0; i < 300; ++i)
+           (*s.mutable_labels())["k" + std::to_string(i)] = std::string(1000, 'x');
+       },
+       "spec: at most 262144 bytes"},
   };
   for (const BadSpec& c : cases) {
     CAPTURE(c.what);
@@ -199,6 +238,10 @@ TEST_CASE("errors: bad options are refused at Open, naming the field") {
        },
        "priority_classes[3].name: duplicate"},
       {[](Options& o) { o.default_queue = "a b"; }, "default_queue"},
+      {[](Options& o) { o.job_size_limits.max_command_bytes = 0; },
+       "limits.max_command_bytes: must be > 0, got 0"},
+      {[](Options& o) { o.job_size_limits.max_env_bytes = -1; }, "limits.max_env_bytes"},
+      {[](Options& o) { o.job_size_limits.max_spec_bytes = 0; }, "limits.max_spec_bytes"},
       {[](Options& o) {
          v1::SimulatedCluster c;
          AddGroup(c, "", 1, 0);

@@ -211,6 +211,50 @@ TEST_CASE("lifecycle: a retried submit with the same idempotency key returns the
   CHECK(conflict.status().message().find("idempotency_key") != std::string::npos);
 }
 
+TEST_CASE("lifecycle: idempotency keys are unique per scope, and reported without it") {
+  auto t = OpenCluster(OneNode(8));
+  const v1::JobSpec spec = JobSpecBuilder("default").Name("train").Gpus(1).Build();
+  SubmitOptions alice{.idempotency_key = "req-1", .idempotency_scope = "team-a"};
+  SubmitOptions bob{.idempotency_key = "req-1", .idempotency_scope = "team-b"};
+  SubmitOptions unscoped{.idempotency_key = "req-1"};
+  auto a = t->Submit(spec, alice);
+  REQUIRE(a.ok());
+  v1::JobSpec other = spec;
+  other.set_name("bob's");
+  // The same key in another scope is another job, even with another spec: no 409, no id.
+  auto b = t->Submit(other, bob);
+  REQUIRE(b.ok());
+  CHECK(b->id() != a->id());
+  auto u = t->Submit(other, unscoped);
+  REQUIRE(u.ok());
+  CHECK(u->id() != a->id());
+  CHECK(u->id() != b->id());
+  // Within a scope the key still deduplicates, and conflicts name only the scope's own job.
+  auto retry = t->Submit(spec, alice);
+  REQUIRE(retry.ok());
+  CHECK(retry->id() == a->id());
+  auto conflict = t->Submit(other, alice);
+  CHECK(conflict.status().code() == StatusCode::kAlreadyExists);
+  CHECK(conflict.status().message() == "idempotency_key: 'req-1' was used by job " +
+                                           std::to_string(a->id()) + " with a different spec");
+  // Every read reports the key as given.
+  CHECK(a->idempotency_key() == "req-1");
+  CHECK(retry->idempotency_key() == "req-1");
+  CHECK(t->GetJob(a->id())->idempotency_key() == "req-1");
+  v1::ListJobsRequest list;
+  auto listed = t->ListJobs(list);
+  REQUIRE(listed.ok());
+  for (const v1::Job& job : listed->jobs()) CHECK(job.idempotency_key() == "req-1");
+  // The separator cannot be smuggled in to reach another scope.
+  SubmitOptions forged{.idempotency_key = std::string("team-a\x1freq-1")};
+  CHECK(t->Submit(spec, forged).status().message() ==
+        "idempotency_key: must not contain the byte 0x1f");
+  SubmitOptions forged_scope{.idempotency_key = "k",
+                             .idempotency_scope = std::string("a\x1f") + "b"};
+  CHECK(t->Submit(spec, forged_scope).status().message() ==
+        "idempotency_scope: must not contain the byte 0x1f");
+}
+
 TEST_CASE("lifecycle: many concurrent asynchronous submits are all acknowledged, in order") {
   auto t = OpenCluster(OneNode(8));
   t->PauseDecisions();

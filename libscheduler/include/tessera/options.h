@@ -211,6 +211,18 @@ struct GpuHealthOptions {
   bool requeue_on_failure = true;
 };
 
+// What one job spec may hold, so that no submitter can fill the store or the engine's memory
+// with one job. A submit over a limit is refused with INVALID_ARGUMENT naming the field and the
+// limit. Each limit must be > 0.
+struct JobSizeLimits {
+  // Bytes of `command`, every argument counted with a terminating NUL as in argv.
+  int64_t max_command_bytes = 64 * 1024;
+  // Bytes of `env`, every entry counted as "KEY=VALUE" plus a NUL as in envp.
+  int64_t max_env_bytes = 64 * 1024;
+  // Bytes of the whole spec in protobuf binary form.
+  int64_t max_spec_bytes = 256 * 1024;
+};
+
 struct Options {
   StoreOptions store;
   FairShareOptions fair_share;
@@ -222,6 +234,9 @@ struct Options {
   // Priority classes jobs may name; a job naming none gets default_priority_class.
   std::vector<PriorityClass> priority_classes = DefaultPriorityClasses();
   std::string default_priority_class = "normal";
+
+  // How large one job spec may be.
+  JobSizeLimits job_size_limits;
 
   // Leaf queue created on first open of an empty store, so jobs can be submitted at once; a job
   // that names no queue goes there. Empty means no queue is created and every job must name

@@ -39,8 +39,13 @@ using JobId = uint64_t;
 
 struct SubmitOptions {
   // A retried submit with the same key returns the job the first submit created instead of
-  // creating another. Empty means no deduplication.
+  // creating another. Empty means no deduplication. Must not contain the byte 0x1f.
   std::string idempotency_key;
+  // Whose key it is: keys are unique within one scope, so two tenants of a service embedding
+  // the scheduler may use the same key without seeing each other's job (tesserad passes the
+  // token's queue prefix). Empty (default) is a scope of its own. Must not contain 0x1f.
+  // Job.idempotency_key reports the key without its scope.
+  std::string idempotency_scope;
 };
 
 class TESSERA_EXPORT Scheduler {

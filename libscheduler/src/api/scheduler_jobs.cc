@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "api/idempotency_key.h"
 #include "api/scheduler_impl.h"
 #include "api/validation.h"
 #include "tessera/job.h"
@@ -25,14 +26,18 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
     in_default_queue.set_queue(options_.default_queue);
   }
   const v1::JobSpec& spec = to_default ? in_default_queue : submitted;
-  if (Status valid = ValidateJobSpec(spec); !valid.ok()) return done(valid);
+  if (Status valid = ValidateJobSpec(spec, options_.job_size_limits); !valid.ok()) {
+    return done(valid);
+  }
+  StatusOr<std::string> stored_key = StoredIdempotencyKey(options);
+  if (!stored_key.ok()) return done(stored_key.status());
   StatusOr<PriorityClass> priority = ResolvePriorityClass(options_, spec.priority_class());
   if (!priority.ok()) return done(priority.status());
 
   const TimestampUs now = clock_->NowUs();
   auto job = std::make_shared<v1::Job>();
   *job->mutable_spec() = spec;
-  job->set_idempotency_key(options.idempotency_key);
+  job->set_idempotency_key(*stored_key);
   v1::JobStatus* status = job->mutable_status();
   status->set_state(v1::PENDING);
   status->set_submit_time_us(now);
@@ -74,8 +79,9 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
             TESSERA_ASSIGN_OR_RETURN(outcome->job, t.ReadJob(*existing));
             if (!google::protobuf::util::MessageDifferencer::Equals(outcome->job.spec(),
                                                                     job->spec())) {
-              return AlreadyExistsError("idempotency_key: '" + key + "' was used by job " +
-                                        std::to_string(*existing) + " with a different spec");
+              return AlreadyExistsError("idempotency_key: '" + UnscopedIdempotencyKey(key) +
+                                        "' was used by job " + std::to_string(*existing) +
+                                        " with a different spec");
             }
             return Status::Ok();
           }
@@ -111,11 +117,13 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
           // The write may run more than once, so the job is moved (not copied) only here.
           outcome->job = std::move(*job);
           outcome->job.set_id(outcome->id);
+          // Hand the job to the engine before acknowledging it, so that a cancel sent right
+          // after the acknowledgement finds it there.
+          HandToEngine(std::shared_ptr<const v1::Job>(outcome, &outcome->job));
         }
-        // Hand the job to the engine before acknowledging it, so that a cancel sent right
-        // after the acknowledgement finds it there.
-        if (outcome->created) HandToEngine(std::shared_ptr<const v1::Job>(outcome, &outcome->job));
-        done(outcome->job);
+        v1::Job reply = outcome->job;
+        reply.set_idempotency_key(UnscopedIdempotencyKey(reply.idempotency_key()));
+        done(std::move(reply));
       });
 }
 
@@ -152,7 +160,7 @@ StatusOr<v1::Job> SchedulerImpl::Cancel(JobId id) {
       engine_->CancelJob(id, [waiter](StatusOr<v1::JobStatus> r) { waiter->Set(std::move(r)); });
     });
     StatusOr<v1::JobStatus> result = waiter->Wait();
-    if (result.ok()) return store_->GetJob(id);
+    if (result.ok()) return GetJob(id);
     if (result.status().code() != StatusCode::kNotFound) return result.status();
     TESSERA_ASSIGN_OR_RETURN(v1::Job stored, store_->GetJob(id));
     if (IsTerminal(stored.status().state())) {
@@ -167,7 +175,10 @@ StatusOr<v1::Job> SchedulerImpl::Cancel(JobId id) {
 
 StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) {
   StatusOr<v1::Job> job = store_->GetJob(id);
-  if (job.ok()) waiting_reasons_.Apply(*job);
+  if (job.ok()) {
+    waiting_reasons_.Apply(*job);
+    job->set_idempotency_key(UnscopedIdempotencyKey(job->idempotency_key()));
+  }
   return job;
 }
 
@@ -179,7 +190,10 @@ StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest
   }
   StatusOr<v1::ListJobsResponse> page = store_->ListJobs(request);
   if (page.ok()) {
-    for (v1::Job& job : *page->mutable_jobs()) waiting_reasons_.Apply(job);
+    for (v1::Job& job : *page->mutable_jobs()) {
+      waiting_reasons_.Apply(job);
+      job.set_idempotency_key(UnscopedIdempotencyKey(job.idempotency_key()));
+    }
   }
   return page;
 }

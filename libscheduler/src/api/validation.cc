@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "model/mig_profiles.h"
 #include "model/resource_vector.h"
@@ -14,6 +15,36 @@ std::string Num(int64_t v) { return std::to_string(v); }
 
 Status Invalid(const std::string& field, const std::string& message) {
   return InvalidArgumentError(field + ": " + message);
+}
+
+Status Between(int64_t value, int64_t low, int64_t high, const std::string& field) {
+  if (value >= low && value <= high) return Status::Ok();
+  return Invalid(field,
+                 "must be between " + Num(low) + " and " + Num(high) + ", got " + Num(value));
+}
+
+// The bytes argv (or envp) would take: each string and its terminating NUL.
+int64_t ArgvBytes(int64_t total, size_t length) { return total + static_cast<int64_t>(length) + 1; }
+
+Status ValidateSize(const v1::JobSpec& spec, const JobSizeLimits& limits) {
+  int64_t command = 0;
+  for (const std::string& arg : spec.command()) command = ArgvBytes(command, arg.size());
+  if (command > limits.max_command_bytes) {
+    return Invalid("command", "at most " + Num(limits.max_command_bytes) + " bytes, got " +
+                                  Num(command) + " (limits.max_command_bytes)");
+  }
+  int64_t env = 0;
+  for (const auto& [key, value] : spec.env()) env = ArgvBytes(env, key.size() + 1 + value.size());
+  if (env > limits.max_env_bytes) {
+    return Invalid("env", "at most " + Num(limits.max_env_bytes) + " bytes, got " + Num(env) +
+                              " (limits.max_env_bytes)");
+  }
+  const int64_t whole = static_cast<int64_t>(spec.ByteSizeLong());
+  if (whole > limits.max_spec_bytes) {
+    return Invalid("spec", "at most " + Num(limits.max_spec_bytes) + " bytes, got " + Num(whole) +
+                               " (limits.max_spec_bytes)");
+  }
+  return Status::Ok();
 }
 
 bool SegmentOk(const std::string& s) {
@@ -49,11 +80,8 @@ Status ValidateGpuForm(const v1::TaskResources& t);
 
 Status ValidateTask(const v1::JobSpec& spec) {
   const v1::TaskResources& t = spec.task();
-  if (t.cpu_milli() <= 0)
-    return Invalid("task.cpu_milli", "must be > 0, got " + Num(t.cpu_milli()));
-  if (t.memory_mib() <= 0) {
-    return Invalid("task.memory_mib", "must be > 0, got " + Num(t.memory_mib()));
-  }
+  TESSERA_RETURN_IF_ERROR(Between(t.cpu_milli(), 1, kMaxCpuMilli, "task.cpu_milli"));
+  TESSERA_RETURN_IF_ERROR(Between(t.memory_mib(), 1, kMaxMemoryMib, "task.memory_mib"));
   if (t.gpu_count() < 0 || t.gpu_count() > kMaxGpusPerTask) {
     return Invalid("task.gpu_count",
                    "must be between 0 and " + Num(kMaxGpusPerTask) + ", got " + Num(t.gpu_count()));
@@ -76,9 +104,7 @@ Status ValidateTask(const v1::JobSpec& spec) {
         "task.gpu_milli",
         "a fraction of a GPU (1..999) needs task.gpu_count == 1, got " + Num(t.gpu_count()));
   }
-  if (t.gpu_memory_mib() < 0) {
-    return Invalid("task.gpu_memory_mib", "must be >= 0, got " + Num(t.gpu_memory_mib()));
-  }
+  TESSERA_RETURN_IF_ERROR(Between(t.gpu_memory_mib(), 0, kMaxMemoryMib, "task.gpu_memory_mib"));
   for (int i = 0; i < t.gpu_models_size(); ++i) {
     if (t.gpu_models(i).empty()) {
       return Invalid("task.gpu_models[" + Num(i) + "]", "must not be empty");
@@ -196,7 +222,8 @@ Status ValidateQueueName(const std::string& name, const std::string& field) {
   return Status::Ok();
 }
 
-Status ValidateJobSpec(const v1::JobSpec& spec) {
+Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits) {
+  TESSERA_RETURN_IF_ERROR(ValidateSize(spec, limits));
   if (spec.name().size() > 253) {
     return Invalid("name",
                    "at most 253 bytes, got " + Num(static_cast<int64_t>(spec.name().size())));
@@ -205,9 +232,7 @@ Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (!spec.has_task()) return Invalid("task", "required (cpu_milli and memory_mib at least)");
   TESSERA_RETURN_IF_ERROR(ValidateTask(spec));
   TESSERA_RETURN_IF_ERROR(ValidateCounts(spec));
-  if (spec.time_limit_s() < 0) {
-    return Invalid("time_limit_s", "must be >= 0, got " + Num(spec.time_limit_s()));
-  }
+  TESSERA_RETURN_IF_ERROR(Between(spec.time_limit_s(), 0, kMaxTimeLimitSeconds, "time_limit_s"));
   if (spec.checkpoint_grace_s() < 0 || spec.checkpoint_grace_s() > kMaxGraceSeconds) {
     return Invalid("checkpoint_grace_s", "must be between 0 and " + Num(kMaxGraceSeconds) +
                                              ", got " + Num(spec.checkpoint_grace_s()));
@@ -221,11 +246,10 @@ Status ValidateJobSpec(const v1::JobSpec& spec) {
       return Invalid("env", "'" + key + "' is not a valid variable name");
     }
   }
-  if (spec.simulation().duration_ms() < 0) {
-    return Invalid("simulation.duration_ms",
-                   "must be >= 0, got " + Num(spec.simulation().duration_ms()));
-  }
-  return Status::Ok();
+  const v1::SimulationHints& sim = spec.simulation();
+  TESSERA_RETURN_IF_ERROR(Between(sim.duration_ms(), 0, kMaxSimulatedMs, "simulation.duration_ms"));
+  TESSERA_RETURN_IF_ERROR(Between(sim.exit_code(), 0, kMaxExitCode, "simulation.exit_code"));
+  return Between(sim.checkpoint_every_ms(), 0, kMaxSimulatedMs, "simulation.checkpoint_every_ms");
 }
 
 Status ValidateQueueSpec(const v1::QueueSpec& spec) {
@@ -254,6 +278,14 @@ Status ValidateOptions(const Options& options) {
   }
   if (options.store.max_size_mib < 0) {
     return Invalid("store.max_size_mib", "must be >= 0, got " + Num(options.store.max_size_mib));
+  }
+  const JobSizeLimits& sizes = options.job_size_limits;
+  for (const auto& [limit, field] : {std::pair{sizes.max_command_bytes, "max_command_bytes"},
+                                     std::pair{sizes.max_env_bytes, "max_env_bytes"},
+                                     std::pair{sizes.max_spec_bytes, "max_spec_bytes"}}) {
+    if (limit <= 0) {
+      return Invalid(std::string("limits.") + field, "must be > 0, got " + Num(limit));
+    }
   }
   if (options.fair_share.usage_half_life.count() < 0) {
     return Invalid("fair_share.usage_half_life", "must be >= 0");

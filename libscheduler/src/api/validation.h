@@ -18,8 +18,16 @@ inline constexpr int kMaxTasksPerJob = 100000;
 inline constexpr int kMaxGpusPerTask = 32;
 inline constexpr int kMaxQueueDepth = 8;
 inline constexpr int64_t kMaxGraceSeconds = 7 * 24 * 3600;
+// Bounds on the other integers of a spec, far above any real job and far below the point where
+// converting them to microseconds (or summing them over tasks) could overflow an int64.
+inline constexpr int64_t kMaxCpuMilli = 1'000'000'000;  // a million cores.
+inline constexpr int64_t kMaxMemoryMib = 1LL << 30;     // 1 PiB.
+inline constexpr int64_t kMaxTimeLimitSeconds = 366 * 24 * 3600;
+inline constexpr int64_t kMaxSimulatedMs = kMaxTimeLimitSeconds * 1000;
+inline constexpr int kMaxExitCode = 255;
 
-Status ValidateJobSpec(const v1::JobSpec& spec);
+// Checks `spec` field by field, and its size against `limits`.
+Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits);
 // Checks a queue path: "/"-separated segments of letters, digits, '.', '_' and '-', each
 // starting with a letter or digit, at most kMaxQueueDepth deep. `field` names it in errors.
 Status ValidateQueueName(const std::string& name, const std::string& field);

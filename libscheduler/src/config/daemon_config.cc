@@ -1,7 +1,9 @@
 #include "config/daemon_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include "api/validation.h"
@@ -126,7 +128,18 @@ Status ValidateAlerts(const v1::AlertsConfig& a) {
   return AtLeast(a.commit_latency_p99_us(), 0, "alerts.commit_latency_p99_us");
 }
 
-Status ValidateAuth(const v1::AuthConfig& a, const v1::ServerConfig& server) {
+Status ValidateLimits(const v1::TenantLimits& l) {
+  if (!(l.submits_per_second() >= 0) || !std::isfinite(l.submits_per_second())) {
+    return Invalid("limits.submits_per_second", "must be a finite number >= 0");
+  }
+  return AtLeast(l.submit_burst(), 1, "limits.submit_burst");
+}
+
+Status ValidateAuth(const v1::DaemonConfig& c) {
+  const v1::AuthConfig& a = c.auth();
+  const v1::ServerConfig& server = c.server();
+  std::set<std::string> classes;
+  for (const auto& pc : c.priority_classes()) classes.insert(pc.name());
   std::set<std::string> hashes;
   for (int i = 0; i < a.tokens_size(); ++i) {
     const v1::TokenConfig& t = a.tokens(i);
@@ -140,6 +153,15 @@ Status ValidateAuth(const v1::AuthConfig& a, const v1::ServerConfig& server) {
     }
     if (!t.admin()) {
       TESSERA_RETURN_IF_ERROR(ValidateQueueName(t.queue_prefix(), field + "queue_prefix"));
+    }
+    if (t.admin() && t.priority_classes_size() > 0) {
+      return Invalid(field + "priority_classes", "not allowed with admin (it may use every class)");
+    }
+    for (int k = 0; k < t.priority_classes_size(); ++k) {
+      if (!classes.count(t.priority_classes(k))) {
+        return Invalid(field + "priority_classes[" + Num(k) + "]",
+                       "'" + t.priority_classes(k) + "' is not among priority_classes");
+      }
     }
   }
   if (a.tokens_size() == 0) {
@@ -293,6 +315,16 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
     alerts->set_gpu_temperature_c(c->gpu_health().max_temperature_c());
   }
   if (!alerts->has_gpu_memory_used_pct()) alerts->set_gpu_memory_used_pct(95);
+
+  const JobSizeLimits sizes;
+  v1::TenantLimits* limits = c->mutable_limits();
+  if (!limits->has_max_command_bytes()) limits->set_max_command_bytes(sizes.max_command_bytes);
+  if (!limits->has_max_env_bytes()) limits->set_max_env_bytes(sizes.max_env_bytes);
+  if (!limits->has_max_spec_bytes()) limits->set_max_spec_bytes(sizes.max_spec_bytes);
+  if (!limits->has_submit_burst()) {
+    limits->set_submit_burst(
+        static_cast<int32_t>(std::clamp(std::ceil(limits->submits_per_second()), 1.0, 1e9)));
+  }
 }
 
 namespace {
@@ -315,6 +347,9 @@ PlacementOptions::Strategy ToStrategy(v1::PlacementStrategy s) {
 // `c` is complete (ApplyDaemonConfigDefaults).
 Options MapOptions(const v1::DaemonConfig& c) {
   Options o;
+  o.job_size_limits.max_command_bytes = c.limits().max_command_bytes();
+  o.job_size_limits.max_env_bytes = c.limits().max_env_bytes();
+  o.job_size_limits.max_spec_bytes = c.limits().max_spec_bytes();
 
   o.store.path = c.store().path();
   o.store.durable = c.store().durable();
@@ -403,7 +438,8 @@ Status ValidateDaemonConfig(const v1::DaemonConfig& config) {
   TESSERA_RETURN_IF_ERROR(ValidateGpuHealth(c.gpu_health()));
   TESSERA_RETURN_IF_ERROR(ValidateExecutor(c));
   TESSERA_RETURN_IF_ERROR(ValidateServer(c.server()));
-  TESSERA_RETURN_IF_ERROR(ValidateAuth(c.auth(), c.server()));
+  TESSERA_RETURN_IF_ERROR(ValidateAuth(c));
+  TESSERA_RETURN_IF_ERROR(ValidateLimits(c.limits()));
   TESSERA_RETURN_IF_ERROR(ValidateAlerts(c.alerts()));
   TESSERA_RETURN_IF_ERROR(ValidateQueueDeclaration(c.queues()));
   if (c.has_simulated_cluster()) {

@@ -119,8 +119,12 @@ TEST_CASE("daemon config: the example file loads and maps onto every Options fie
   REQUIRE_MESSAGE(config.ok(), config.status().message());
   CHECK(config->auth().tokens_size() == 2);
   CHECK(config->auth().tokens(1).queue_prefix() == "research/vision");
+  CHECK(config->auth().tokens(1).priority_classes_size() == 2);
+  CHECK(config->limits().submits_per_second() == 50);
+  CHECK(config->limits().submit_burst() == 100);
   StatusOr<Options> options = ToOptions(*config);
   REQUIRE(options.ok());
+  CHECK(options->job_size_limits.max_spec_bytes == 262144);
   CHECK(options->store.path == "./var/tessera.db");
   CHECK(options->fair_share.usage_half_life == std::chrono::hours(1));
   CHECK(options->placement.strategy == PlacementOptions::Strategy::kFragmentationAware);
@@ -294,6 +298,36 @@ TEST_CASE("daemon config: server and auth values") {
             .rfind("auth.tokens[0].queue_prefix: ", 0) == 0);
   CHECK(Refusal("server: {listen: '0.0.0.0:8080'}\nauth: {tokens: [{sha256: " + hash +
                 ", queue_prefix: team}]}") == "ok");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + hash +
+                ", queue_prefix: team, priority_classes: [low, vip]}]}") ==
+        "auth.tokens[0].priority_classes[1]: 'vip' is not among priority_classes");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + hash + ", admin: true, priority_classes: [low]}]}") ==
+        "auth.tokens[0].priority_classes: not allowed with admin (it may use every class)");
+  CHECK(Refusal("auth: {tokens: [{sha256: " + hash +
+                ", queue_prefix: team, priority_classes: [high]}]}") == "ok");
+}
+
+TEST_CASE("daemon config: tenant limits") {
+  auto defaults = LoadDaemonConfig("");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->limits().max_command_bytes() == 65536);
+  CHECK(defaults->limits().max_env_bytes() == 65536);
+  CHECK(defaults->limits().max_spec_bytes() == 262144);
+  CHECK(defaults->limits().submits_per_second() == 0);
+  CHECK(defaults->limits().submit_burst() == 1);
+  auto set = LoadYaml("limits: {max_command_bytes: 100, submits_per_second: 2.5}\n");
+  REQUIRE(set.ok());
+  CHECK(set->limits().submit_burst() == 3);
+  auto options = ToOptions(*set);
+  REQUIRE(options.ok());
+  CHECK(options->job_size_limits.max_command_bytes == 100);
+  CHECK(options->job_size_limits.max_env_bytes == 65536);
+  CHECK(Refusal("limits: {max_command_bytes: 0}") ==
+        "limits.max_command_bytes: must be > 0, got 0");
+  CHECK(Refusal("limits: {max_spec_bytes: -1}") == "limits.max_spec_bytes: must be > 0, got -1");
+  CHECK(Refusal("limits: {submits_per_second: -1}") ==
+        "limits.submits_per_second: must be a finite number >= 0");
+  CHECK(Refusal("limits: {submit_burst: 0}") == "limits.submit_burst: must be > 0, got 0");
 }
 
 TEST_CASE("daemon config: alert thresholds") {
