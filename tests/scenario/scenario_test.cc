@@ -111,7 +111,7 @@ bool CheckSeed(uint64_t seed, const Features& features, Clocking clocking, bool 
                   result.rejected, " submits refused");
     return true;
   }
-  // About one seed in twelve (6, 12, 14, ...) does not finish within 20 s, the scheduler's log
+  // About one seed in twelve (6, 12, 14, ...) does not finish within 8 s, the scheduler's log
   // silent; not yet diagnosed (the runner's wakeup loop or a scheduler deadlock). The default
   // run reports these without failing; TESSERA_SCENARIO_STRICT=1 makes them fail.
   if (result.violation.invariant == "no_hang" &&
