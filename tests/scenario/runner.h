@@ -34,7 +34,7 @@ struct RunResult {
 struct RunOptions {
   Clocking clocking = Clocking::kVirtual;
   std::set<std::string> skipped_invariants;  // see Checker
-  std::chrono::seconds timeout{8};          // RunIsolated: longer is a hang
+  std::chrono::seconds timeout{8};           // RunIsolated: longer is a hang
 };
 
 RunResult RunScenario(const Scenario& scenario, const RunOptions& options = {});
