@@ -77,8 +77,12 @@ class TESSERA_EXPORT Scheduler {
   // Errors: NOT_FOUND.
   virtual StatusOr<v1::Job> GetJob(JobId id) = 0;
 
-  // Jobs ordered by id, filtered and paginated by `request`.
-  // Errors: INVALID_ARGUMENT (bad page size or token).
+  // Jobs ordered by id, filtered and paginated by `request`. A queue filter names an existing
+  // queue, with or without a trailing "/", and means that queue's subtree ("org" lists org/a and
+  // org/b; a leaf lists itself). A page token continues only the listing it was issued for: the
+  // same queue, states and labels (the page size may change).
+  // Errors: NOT_FOUND (the queue does not exist), INVALID_ARGUMENT (bad queue name, bad page
+  // size, a token not returned by ListJobs or issued for another filter).
   virtual StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) = 0;
 
   // Events with seq > `after_seq`, oldest first, at most `max_events`. Waits up to `wait` for the
