@@ -1,5 +1,7 @@
 // Every documented error of the public API, provoked: the code is right and the message names
 // the field or the object at fault.
+#include <sqlite3.h>
+
 #include <fstream>
 
 #include "integration/fixture.h"
@@ -312,6 +314,36 @@ TEST_CASE("errors: the store is locked, corrupt, or from a newer version") {
 
   options.store.path = dir.File("no-such-dir/state.db");
   CHECK(Scheduler::Open(options).status().code() == StatusCode::kUnavailable);
+}
+
+TEST_CASE("errors: the messages docs/errors.md quotes, exactly") {
+  auto t = OpenCluster(OneNode(8));
+  v1::JobSpec nvlink = JobSpecBuilder("default").Build();
+  nvlink.mutable_topology()->set_task_gpus_same_nvlink(true);
+  CHECK(t->Submit(nvlink).status().message() ==
+        "topology.task_gpus_same_nvlink: needs task.gpu_count >= 1");
+
+  SubmitOptions keyed;
+  keyed.idempotency_key = "req-42";
+  const v1::Job first = *t->Submit(JobSpecBuilder("default").Build(), keyed);
+  auto reused = t->Submit(JobSpecBuilder("default").Name("other").Build(), keyed);
+  CHECK(reused.status().code() == StatusCode::kAlreadyExists);
+  CHECK(reused.status().message() == "idempotency_key: 'req-42' was used by job " +
+                                         std::to_string(first.id()) + " with a different spec");
+
+  ScratchDir dir;
+  Options options;
+  options.store.path = dir.File("state.db");
+  { auto created = Open(options); }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(options.store.path.c_str(), &db) == SQLITE_OK);
+  CHECK(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  auto newer = Scheduler::Open(options);
+  CHECK(newer.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(newer.status().message() == "store '" + options.store.path +
+                                        "' has schema version 99, newer than this build's 2; use "
+                                        "a newer Tessera or restore a backup");
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ class TESSERA_EXPORT Scheduler {
   // accepted but marked infeasible (status.infeasible, with the reason) until the inventory
   // changes.
   // Errors: INVALID_ARGUMENT (names the field), NOT_FOUND (queue), FAILED_PRECONDITION (queue is
-  // not a leaf), RESOURCE_EXHAUSTED (store full), UNAVAILABLE (shutting down).
+  // not a leaf), ALREADY_EXISTS (options.idempotency_key was used for a different spec),
+  // RESOURCE_EXHAUSTED (store full), UNAVAILABLE (shutting down).
   virtual StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const SubmitOptions& options = {}) = 0;
 
   // Like Submit, but returns at once; `done` runs on an internal thread once the job is durable
