@@ -47,8 +47,8 @@ StatusOr<std::string> StoreToken(const std::string& token, const std::string& fi
     if (ec == std::errc() && end == token.data() + dot && dot > 0) {
       if (token.substr(dot + 1) == fingerprint) return token.substr(0, dot);
       return InvalidArgumentError(
-          "page_token: was issued for a different filter (queue, "
-          "states or labels); start again without a token");
+          "page_token: was issued for a different filter (queue, states or labels); start "
+          "again without a token");
     }
   }
   return InvalidArgumentError("page_token: '" + token + "' is not a token returned by ListJobs");
