@@ -33,6 +33,7 @@ ChildResult RunInChild(Body body) {
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    std::signal(SIGABRT, SIG_DFL);  // the test runner's crash handler stays in the parent.
     dup2(pipe_fds[1], STDERR_FILENO);
     close(pipe_fds[0]);
     body();
