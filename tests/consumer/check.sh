@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Installs the build tree into a scratch prefix, builds tests/consumer against it with
-# find_package(Tessera), and runs it. Usage: check.sh <build-dir> <source-dir>
+# Installs the build tree into a scratch prefix that is not on the loader path (like the README's
+# /opt/tessera), builds tests/consumer against it with find_package(Tessera), and runs it twice:
+# on the built-in simulation, and through the installed sim plugin isolated in the installed
+# tessera-plugin-host. No LD_LIBRARY_PATH: the installed binaries and plugins find their
+# libraries through their RUNPATH alone. Usage: check.sh <build-dir> <source-dir>
 set -euo pipefail
 build_dir=$1
 source_dir=$2
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+prefix="$scratch/opt/tessera"
 
-cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 cmake -S "$source_dir/tests/consumer" -B "$scratch/build" -G Ninja \
-  -DCMAKE_PREFIX_PATH="$scratch/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$scratch/build" >/dev/null
-LD_LIBRARY_PATH="$scratch/prefix/lib:${LD_LIBRARY_PATH:-}" "$scratch/build/consumer"
+unset LD_LIBRARY_PATH
+"$scratch/build/consumer"
+plugin=$(find "$prefix" -name libtessera_plugin_sim.so | head -n 1)
+"$scratch/build/consumer" "$plugin"

@@ -1,5 +1,7 @@
 // Every documented error of the public API, provoked: the code is right and the message names
 // the field or the object at fault.
+#include <sqlite3.h>
+
 #include <fstream>
 #include <limits>
 
@@ -254,6 +256,61 @@ TEST_CASE("errors: bad options are refused at Open, naming the field") {
          o.simulated_cluster = c;
        },
        "simulated_cluster: groups[0]: node 'n-0': gpus: at most 32"},
+      {[](Options& o) { o.store.busy_timeout = std::chrono::milliseconds(-1); },
+       "store.busy_timeout: must be >= 0 ms, got -1"},
+      {[](Options& o) { o.gpu_health.resume_temperature_c = 90; },
+       "gpu_health.resume_temperature_c: must be <= gpu_health.max_temperature_c (87), got 90"},
+      {[](Options& o) { o.placement.expected_coverage = 2; },
+       "placement.expected_coverage: must be in (0, 1], got 2"},
+      {[](Options& o) { o.placement.expected_coverage = 0; },
+       "placement.expected_coverage: must be in (0, 1], got 0"},
+      {[](Options& o) { o.placement.learn_half_life_tasks = -1; },
+       "placement.learn_half_life_tasks: must be a finite number >= 0, got -1"},
+      {[](Options& o) { o.placement.max_candidates = -1; },
+       "placement.max_candidates: must be >= 0, got -1"},
+      {[](Options& o) { o.placement.expected_tasks = {ExpectedTask{.gpu_milli = 0}}; },
+       "placement.expected_tasks[0].gpu_milli: must be in 1..1000, got 0"},
+      {[](Options& o) { o.placement.expected_tasks = {ExpectedTask{.count = 0}}; },
+       "placement.expected_tasks[0].count: must be a finite number > 0, got 0"},
+      {[](Options& o) { o.engine.max_reservations = -1; },
+       "engine.max_reservations: must be >= 0, got -1"},
+      {[](Options& o) { o.engine.default_runtime_estimate = std::chrono::seconds(0); },
+       "engine.default_runtime_estimate: must be > 0 s, got 0"},
+      {[](Options& o) { o.preemption.min_runtime = std::chrono::seconds(-1); },
+       "preemption.min_runtime: must be >= 0 s, got -1"},
+      {[](Options& o) { o.preemption.cooldown = std::chrono::seconds(-1); },
+       "preemption.cooldown: must be >= 0 s, got -1"},
+      {[](Options& o) { o.preemption.max_per_minute = -1; },
+       "preemption.max_per_minute: must be >= 0, got -1"},
+      {[](Options& o) {
+         o.simulated_cluster = OneNode(1);
+         o.simulated_cluster_file = "cluster.yaml";
+       },
+       "simulated_cluster_file: set together with simulated_cluster; keep one"},
+      {[](Options& o) { o.executor_plugin = PluginOptions{}; },
+       "executor_plugin.plugin: must not be empty"},
+      {[](Options& o) {
+         PluginOptions p;
+         p.plugin = "sim";
+         p.call_deadline = std::chrono::milliseconds(0);
+         o.executor_plugin = p;
+       },
+       "executor_plugin.call_deadline: must be > 0 ms, got 0"},
+      {[](Options& o) {
+         PluginOptions p;
+         p.plugin = "sim";
+         p.poll_interval = std::chrono::milliseconds(0);
+         o.executor_plugin = p;
+       },
+       "executor_plugin.poll_interval: must be > 0 ms, got 0"},
+      {[](Options& o) {
+         PluginOptions p;
+         p.plugin = "sim";
+         p.max_restarts_per_minute = -1;
+         o.executor_plugin = p;
+       },
+       "executor_plugin.max_restarts_per_minute: must be >= 0, got -1"},
+      {[](Options& o) { o.plugin_dirs = {""}; }, "plugin_dirs[0]: must not be empty"},
   };
   for (const BadOptions& c : cases) {
     Options options;
@@ -300,6 +357,36 @@ TEST_CASE("errors: the store is locked, corrupt, or from a newer version") {
 
   options.store.path = dir.File("no-such-dir/state.db");
   CHECK(Scheduler::Open(options).status().code() == StatusCode::kUnavailable);
+}
+
+TEST_CASE("errors: the messages docs/errors.md quotes, exactly") {
+  auto t = OpenCluster(OneNode(8));
+  v1::JobSpec nvlink = JobSpecBuilder("default").Build();
+  nvlink.mutable_topology()->set_task_gpus_same_nvlink(true);
+  CHECK(t->Submit(nvlink).status().message() ==
+        "topology.task_gpus_same_nvlink: needs task.gpu_count >= 1");
+
+  SubmitOptions keyed;
+  keyed.idempotency_key = "req-42";
+  const v1::Job first = *t->Submit(JobSpecBuilder("default").Build(), keyed);
+  auto reused = t->Submit(JobSpecBuilder("default").Name("other").Build(), keyed);
+  CHECK(reused.status().code() == StatusCode::kAlreadyExists);
+  CHECK(reused.status().message() == "idempotency_key: 'req-42' was used by job " +
+                                         std::to_string(first.id()) + " with a different spec");
+
+  ScratchDir dir;
+  Options options;
+  options.store.path = dir.File("state.db");
+  { auto created = Open(options); }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(options.store.path.c_str(), &db) == SQLITE_OK);
+  CHECK(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  auto newer = Scheduler::Open(options);
+  CHECK(newer.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(newer.status().message() == "store '" + options.store.path +
+                                        "' has schema version 99, newer than this build's 2; use "
+                                        "a newer Tessera or restore a backup");
 }
 
 }  // namespace

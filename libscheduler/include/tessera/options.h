@@ -32,8 +32,9 @@ enum class StoreCheck {
 };
 
 struct StoreOptions {
-  // SQLite file holding every job, queue, node flag and event. Empty means an in-memory store:
-  // nothing survives the process (for tests and what-if simulations only).
+  // SQLite file holding every job, queue, node flag and event. Empty means a temporary store: a
+  // file under the system temporary directory ($TMPDIR), not durable, deleted when the scheduler
+  // closes; nothing survives (for tests and what-if simulations only).
   std::string path;
 
   // fsync each commit (SQLite synchronous=FULL). Turning it off makes commits faster but an

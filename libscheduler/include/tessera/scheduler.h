@@ -66,7 +66,8 @@ class TESSERA_EXPORT Scheduler {
   // accepted but marked infeasible (status.infeasible, with the reason) until the inventory
   // changes.
   // Errors: INVALID_ARGUMENT (names the field), NOT_FOUND (queue), FAILED_PRECONDITION (queue is
-  // not a leaf), RESOURCE_EXHAUSTED (store full), UNAVAILABLE (shutting down).
+  // not a leaf), ALREADY_EXISTS (options.idempotency_key was used for a different spec),
+  // RESOURCE_EXHAUSTED (store full), UNAVAILABLE (shutting down).
   virtual StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const SubmitOptions& options = {}) = 0;
 
   // Like Submit, but returns at once; `done` runs on an internal thread once the job is durable
@@ -86,8 +87,12 @@ class TESSERA_EXPORT Scheduler {
   // Errors: NOT_FOUND.
   virtual StatusOr<v1::Job> GetJob(JobId id) = 0;
 
-  // Jobs ordered by id, filtered and paginated by `request`.
-  // Errors: INVALID_ARGUMENT (bad page size or token).
+  // Jobs ordered by id, filtered and paginated by `request`. A queue filter names an existing
+  // queue, with or without a trailing "/", and means that queue's subtree ("org" lists org/a and
+  // org/b; a leaf lists itself). A page token continues only the listing it was issued for: the
+  // same queue, states and labels (the page size may change).
+  // Errors: NOT_FOUND (the queue does not exist), INVALID_ARGUMENT (bad queue name, bad page
+  // size, a token not returned by ListJobs or issued for another filter).
   virtual StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) = 0;
 
   // Events with seq > `after_seq`, oldest first, at most `max_events`. Waits up to `wait` for the

@@ -7,7 +7,6 @@
 // Thread safety: both are plain values; distinct objects may be used from distinct threads.
 #pragma once
 
-#include <cassert>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -80,8 +79,19 @@ inline Status PermissionDeniedError(std::string m) {
 }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
+namespace internal {
+// Prints "StatusOr holds no value: <status>" to stderr and aborts.
+[[noreturn]] TESSERA_EXPORT void AbortNoValue(const Status& status);
+}  // namespace internal
+
 // Either a T or a non-OK Status. Constructing one from an OK Status is a bug and yields an
 // Internal error instead.
+//
+// Safe use: check ok() first, or use value_or(). Reading the value of an error is a bug; in every
+// build type it prints "StatusOr holds no value: <status>" to stderr and aborts, so the message
+// names the failure instead of a segfault. On a temporary (`*scheduler->ListQueues()`) the value
+// is returned by value, so `for (auto& q : *s->ListQueues())` iterates a live object, not a
+// reference into the destroyed StatusOr.
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
@@ -93,26 +103,34 @@ class [[nodiscard]] StatusOr {
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
-  // Preconditions: ok().
+  // Precondition: ok(); aborts with the status printed otherwise.
   T& value() & {
-    assert(ok());
+    CheckHasValue();
     return *value_;
   }
   const T& value() const& {
-    assert(ok());
+    CheckHasValue();
     return *value_;
   }
-  T&& value() && {
-    assert(ok());
+  T value() && {
+    CheckHasValue();
     return std::move(*value_);
   }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
+  // The value, or `fallback` when this holds an error.
+  T value_or(T fallback) const& { return ok() ? *value_ : std::move(fallback); }
+  T value_or(T fallback) && { return ok() ? std::move(*value_) : std::move(fallback); }
+
  private:
+  void CheckHasValue() const {
+    if (!ok()) internal::AbortNoValue(status_);
+  }
+
   Status status_;
   std::optional<T> value_;
 };

@@ -1,6 +1,10 @@
 // SchedulerImpl: the job API (submit, cancel, get, list, watch).
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
 #include <thread>
 
 #include "api/idempotency_key.h"
@@ -12,6 +16,44 @@ namespace tessera {
 namespace {
 
 constexpr int kMaxWatchEvents = 10000;
+
+// A page token is "<last job id>.<filter fingerprint>": the fingerprint binds it to the filter
+// (queue, states, labels) it was issued for, so a token reused with another filter is refused
+// instead of silently skipping jobs. The page size may change between pages.
+std::string FilterFingerprint(const v1::ListJobsRequest& request, const std::string& queue) {
+  std::vector<int> states(request.states().begin(), request.states().end());
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  const std::map<std::string, std::string> labels(request.labels().begin(), request.labels().end());
+  std::string canonical = queue + '\0';
+  for (int state : states) canonical += std::to_string(state) + ',';
+  canonical += '\0';
+  for (const auto& [key, value] : labels) {
+    canonical +=
+        std::to_string(key.size()) + ':' + key + std::to_string(value.size()) + ':' + value;
+  }
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bit.
+  for (unsigned char c : canonical) hash = (hash ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+// The store's token (the last job id) from a ListJobs token, when it was issued for this filter.
+StatusOr<std::string> StoreToken(const std::string& token, const std::string& fingerprint) {
+  const size_t dot = token.find('.');
+  uint64_t id = 0;
+  if (dot != std::string::npos) {
+    auto [end, ec] = std::from_chars(token.data(), token.data() + dot, id);
+    if (ec == std::errc() && end == token.data() + dot && dot > 0) {
+      if (token.substr(dot + 1) == fingerprint) return token.substr(0, dot);
+      return InvalidArgumentError(
+          "page_token: was issued for a different filter (queue, states or labels); start "
+          "again without a token");
+    }
+  }
+  return InvalidArgumentError("page_token: '" + token + "' is not a token returned by ListJobs");
+}
 
 }  // namespace
 
@@ -183,16 +225,33 @@ StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) {
 }
 
 StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest& request) {
-  if (!request.queue().empty()) {
-    std::string queue = request.queue();
+  // A queue filter names an existing queue ("org" or "org/") and means its subtree.
+  std::string queue = request.queue();
+  if (!queue.empty()) {
     if (queue.back() == '/') queue.pop_back();
     TESSERA_RETURN_IF_ERROR(ValidateQueueName(queue, "queue"));
+    StatusOr<v1::Queue> named = GetQueue(queue);
+    if (!named.ok() && named.status().code() == StatusCode::kNotFound) {
+      return NotFoundError("queue: '" + queue + "' does not exist");
+    }
+    TESSERA_RETURN_IF_ERROR(named.status());
   }
-  StatusOr<v1::ListJobsResponse> page = store_->ListJobs(request);
+  const std::string fingerprint = FilterFingerprint(request, queue);
+  v1::ListJobsRequest store_request = request;
+  if (!queue.empty()) store_request.set_queue(queue + "/");
+  if (!request.page_token().empty()) {
+    TESSERA_ASSIGN_OR_RETURN(std::string store_token,
+                             StoreToken(request.page_token(), fingerprint));
+    store_request.set_page_token(store_token);
+  }
+  StatusOr<v1::ListJobsResponse> page = store_->ListJobs(store_request);
   if (page.ok()) {
     for (v1::Job& job : *page->mutable_jobs()) {
       waiting_reasons_.Apply(job);
       job.set_idempotency_key(UnscopedIdempotencyKey(job.idempotency_key()));
+    }
+    if (!page->next_page_token().empty()) {
+      page->set_next_page_token(page->next_page_token() + "." + fingerprint);
     }
   }
   return page;

@@ -1,5 +1,8 @@
 #include "tessera/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace tessera {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -41,5 +44,15 @@ Status Status::WithContext(std::string_view context) const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Status& status) { return os << status.ToString(); }
+
+namespace internal {
+
+void AbortNoValue(const Status& status) {
+  std::fprintf(stderr, "StatusOr holds no value: %s\n", status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace tessera

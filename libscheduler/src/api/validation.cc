@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "api/options_validation.h"
 #include "model/mig_profiles.h"
 #include "model/resource_vector.h"
 #include "model/vgpu_types.h"
@@ -273,6 +274,7 @@ Status ValidateQueueSpec(const v1::QueueSpec& spec) {
 }
 
 Status ValidateOptions(const Options& options) {
+  TESSERA_RETURN_IF_ERROR(ValidateOptionBounds(options));
   if (options.store.max_batch <= 0) {
     return Invalid("store.max_batch", "must be > 0, got " + Num(options.store.max_batch));
   }

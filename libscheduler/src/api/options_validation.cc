@@ -1,0 +1,111 @@
+#include "api/options_validation.h"
+
+#include <cmath>
+#include <string>
+
+namespace tessera {
+namespace {
+
+Status Invalid(const std::string& field, const std::string& message) {
+  return InvalidArgumentError(field + ": " + message);
+}
+
+std::string Num(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+Status AtLeast(int64_t value, int64_t min, const std::string& field, const char* unit = "") {
+  if (value >= min) return Status::Ok();
+  return Invalid(field, "must be " + (min == 1 ? std::string("> 0") : ">= " + std::to_string(min)) +
+                            unit + ", got " + std::to_string(value));
+}
+
+Status ValidateStore(const StoreOptions& s) {
+  return AtLeast(s.busy_timeout.count(), 0, "store.busy_timeout", " ms");
+}
+
+Status ValidatePlacement(const PlacementOptions& p) {
+  for (size_t i = 0; i < p.expected_tasks.size(); ++i) {
+    const ExpectedTask& t = p.expected_tasks[i];
+    const std::string field = "placement.expected_tasks[" + std::to_string(i) + "].";
+    TESSERA_RETURN_IF_ERROR(AtLeast(t.cpu_milli, 0, field + "cpu_milli"));
+    TESSERA_RETURN_IF_ERROR(AtLeast(t.memory_mib, 0, field + "memory_mib"));
+    TESSERA_RETURN_IF_ERROR(AtLeast(t.gpu_count, 0, field + "gpu_count"));
+    if (t.gpu_milli < 1 || t.gpu_milli > 1000) {
+      return Invalid(field + "gpu_milli", "must be in 1..1000, got " + std::to_string(t.gpu_milli));
+    }
+    if (!(t.count > 0) || !std::isfinite(t.count)) {
+      return Invalid(field + "count", "must be a finite number > 0, got " + Num(t.count));
+    }
+  }
+  if (!(p.expected_coverage > 0 && p.expected_coverage <= 1)) {
+    return Invalid("placement.expected_coverage",
+                   "must be in (0, 1], got " + Num(p.expected_coverage));
+  }
+  if (!(p.learn_half_life_tasks >= 0) || !std::isfinite(p.learn_half_life_tasks)) {
+    return Invalid("placement.learn_half_life_tasks",
+                   "must be a finite number >= 0, got " + Num(p.learn_half_life_tasks));
+  }
+  return AtLeast(p.max_candidates, 0, "placement.max_candidates");
+}
+
+Status ValidateEngine(const EngineOptions& e) {
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.max_reservations, 0, "engine.max_reservations"));
+  return AtLeast(e.default_runtime_estimate.count(), 1, "engine.default_runtime_estimate", " s");
+}
+
+Status ValidatePreemption(const PreemptionOptions& p) {
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.min_runtime.count(), 0, "preemption.min_runtime", " s"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.cooldown.count(), 0, "preemption.cooldown", " s"));
+  return AtLeast(p.max_per_minute, 0, "preemption.max_per_minute");
+}
+
+Status ValidateGpuHealth(const GpuHealthOptions& g) {
+  if (!std::isfinite(g.max_temperature_c)) {
+    return Invalid("gpu_health.max_temperature_c", "must be a finite number");
+  }
+  if (!(g.resume_temperature_c <= g.max_temperature_c)) {
+    return Invalid("gpu_health.resume_temperature_c", "must be <= gpu_health.max_temperature_c (" +
+                                                          Num(g.max_temperature_c) + "), got " +
+                                                          Num(g.resume_temperature_c));
+  }
+  return Status::Ok();
+}
+
+Status ValidateExecutor(const Options& o) {
+  if (o.simulated_cluster && !o.simulated_cluster_file.empty()) {
+    return Invalid("simulated_cluster_file", "set together with simulated_cluster; keep one");
+  }
+  if (o.executor_plugin) {
+    const PluginOptions& p = *o.executor_plugin;
+    if (p.plugin.empty()) return Invalid("executor_plugin.plugin", "must not be empty");
+    TESSERA_RETURN_IF_ERROR(
+        AtLeast(p.call_deadline.count(), 1, "executor_plugin.call_deadline", " ms"));
+    TESSERA_RETURN_IF_ERROR(
+        AtLeast(p.poll_interval.count(), 1, "executor_plugin.poll_interval", " ms"));
+    TESSERA_RETURN_IF_ERROR(
+        AtLeast(p.max_restarts_per_minute, 0, "executor_plugin.max_restarts_per_minute"));
+  }
+  for (size_t i = 0; i < o.plugin_dirs.size(); ++i) {
+    if (o.plugin_dirs[i].empty()) {
+      return Invalid("plugin_dirs[" + std::to_string(i) + "]", "must not be empty");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateOptionBounds(const Options& options) {
+  TESSERA_RETURN_IF_ERROR(ValidateStore(options.store));
+  TESSERA_RETURN_IF_ERROR(ValidatePlacement(options.placement));
+  TESSERA_RETURN_IF_ERROR(ValidateEngine(options.engine));
+  TESSERA_RETURN_IF_ERROR(ValidatePreemption(options.preemption));
+  TESSERA_RETURN_IF_ERROR(ValidateGpuHealth(options.gpu_health));
+  return ValidateExecutor(options);
+}
+
+}  // namespace tessera
