@@ -1,0 +1,50 @@
+// Fuzz target: replies of an executor plugin, as the scheduler parses and uses them. The input
+// becomes the configuration of reply_plugin.cc, which answers on_inventory, on_reconcile,
+// on_poll_events and on_telemetry with bytes cut from it; the target opens a scheduler on that
+// plugin (in process), submits a one-GPU job so that a launch and polls follow, lets the
+// poller run a few times and closes. Whatever the plugin writes, Open must fail with a status
+// or the scheduler must run and close; a crash, a hang or a sanitizer report is a finding.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "fuzz_support.h"
+#include "tessera/scheduler.h"
+
+#ifndef TESSERA_FUZZ_REPLY_PLUGIN
+#error "TESSERA_FUZZ_REPLY_PLUGIN must name the path of reply_plugin.cc's shared object"
+#endif
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  spdlog::set_level(spdlog::level::off);  // an unhealthy plugin logs on every input.
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  tessera::Options options;
+  options.store.path = "";  // in memory.
+  tessera::PluginOptions plugin;
+  plugin.plugin = TESSERA_FUZZ_REPLY_PLUGIN;
+  plugin.config.assign(reinterpret_cast<const char*>(data), size);
+  plugin.call_deadline = std::chrono::milliseconds(2000);
+  plugin.poll_interval = std::chrono::milliseconds(1);
+  options.executor_plugin = plugin;
+
+  auto scheduler = tessera::Scheduler::Open(options);
+  if (!scheduler.ok()) {
+    FUZZ_CHECK(!scheduler.status().message().empty());
+    return 0;
+  }
+  tessera::v1::JobSpec spec;
+  spec.set_queue("default");
+  spec.set_name("fuzz");
+  spec.mutable_task()->set_cpu_milli(1000);
+  spec.mutable_task()->set_memory_mib(1024);
+  spec.mutable_task()->set_gpu_count(1);
+  (void)(*scheduler)->Submit(spec);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  return 0;
+}
