@@ -8,32 +8,63 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "fuzz_support.h"
 #include "tessera/scheduler.h"
+#include "tessera/v1/plugin.pb.h"
 
 #ifndef TESSERA_FUZZ_REPLY_PLUGIN
 #error "TESSERA_FUZZ_REPLY_PLUGIN must name the path of reply_plugin.cc's shared object"
 #endif
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  spdlog::set_level(spdlog::level::off);  // an unhealthy plugin logs on every input.
-  return 0;
-}
+namespace {
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+tessera::StatusOr<std::unique_ptr<tessera::Scheduler>> OpenOnReplies(const std::string& replies) {
   tessera::Options options;
   options.store.path = "";  // in memory.
   tessera::PluginOptions plugin;
   plugin.plugin = TESSERA_FUZZ_REPLY_PLUGIN;
-  plugin.config.assign(reinterpret_cast<const char*>(data), size);
+  plugin.config = replies;
   plugin.call_deadline = std::chrono::milliseconds(2000);
   plugin.poll_interval = std::chrono::milliseconds(1);
   options.executor_plugin = plugin;
+  return tessera::Scheduler::Open(options);
+}
 
-  auto scheduler = tessera::Scheduler::Open(options);
+// The plugin's configuration for these four replies (the format of reply_plugin.cc).
+std::string Replies(const std::string& inventory) {
+  std::string out;
+  for (const std::string& reply : {inventory, std::string(), std::string(), std::string()}) {
+    out.push_back(static_cast<char>(reply.size() & 0xff));
+    out.push_back(static_cast<char>(reply.size() >> 8));
+    out += reply;
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  spdlog::set_level(spdlog::level::off);  // an unhealthy plugin logs on every input.
+  // The harness itself works: a well-formed inventory opens a scheduler on the plugin.
+  tessera::v1::Inventory inventory;
+  tessera::v1::NodeSpec* node = inventory.add_nodes();
+  node->set_name("n0");
+  node->set_cpu_milli(8000);
+  node->set_memory_mib(16384);
+  auto scheduler = OpenOnReplies(Replies(inventory.SerializeAsString()));
+  if (!scheduler.ok())
+    std::fprintf(stderr, "%s\n", std::string(scheduler.status().message()).c_str());
+  FUZZ_CHECK(scheduler.ok());
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto scheduler = OpenOnReplies(std::string(reinterpret_cast<const char*>(data), size));
   if (!scheduler.ok()) {
     FUZZ_CHECK(!scheduler.status().message().empty());
     return 0;
