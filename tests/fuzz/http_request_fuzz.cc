@@ -13,6 +13,8 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
@@ -42,6 +44,12 @@ tesserad::Api& TheApi() {
     tenant->set_sha256(tesserad::Sha256Hex("tenant-token"));
     tenant->set_name("tenant");
     tenant->set_queue_prefix("default");
+    // The scheduler's store is in memory; /v1/admin/backup writes its copy (then unlinks it)
+    // next to the configured path, which is kept out of the working directory.
+    std::string dir =
+        (std::filesystem::temp_directory_path() / "tessera-fuzz-http-XXXXXX").string();
+    FUZZ_CHECK(::mkdtemp(dir.data()) != nullptr);
+    config.mutable_store()->set_path(dir + "/tessera.db");
     tessera::ApplyDaemonConfigDefaults(&config);
     auto options = tessera::ToOptions(config);
     FUZZ_CHECK(options.ok());
