@@ -46,9 +46,13 @@ tesserad::Api& TheApi() {
     tenant->set_queue_prefix("default");
     // The scheduler's store is in memory; /v1/admin/backup writes its copy (then unlinks it)
     // next to the configured path, which is kept out of the working directory.
-    std::string dir =
+    static std::string dir =
         (std::filesystem::temp_directory_path() / "tessera-fuzz-http-XXXXXX").string();
     FUZZ_CHECK(::mkdtemp(dir.data()) != nullptr);
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    });
     config.mutable_store()->set_path(dir + "/tessera.db");
     tessera::ApplyDaemonConfigDefaults(&config);
     auto options = tessera::ToOptions(config);
