@@ -4,6 +4,7 @@
 // plugin (in process), submits a one-GPU job so that a launch and polls follow, lets the
 // poller run a few times and closes. Whatever the plugin writes, Open must fail with a status
 // or the scheduler must run and close; a crash, a hang or a sanitizer report is a finding.
+#include <dlfcn.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -50,6 +51,9 @@ std::string Replies(const std::string& inventory) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   spdlog::set_level(spdlog::level::off);  // an unhealthy plugin logs on every input.
+  // Kept loaded for good: libFuzzer counts coverage in the plugin's memory, which a dlclose at
+  // the scheduler's close would unmap under it.
+  FUZZ_CHECK(::dlopen(TESSERA_FUZZ_REPLY_PLUGIN, RTLD_NOW | RTLD_NODELETE) != nullptr);
   // The harness itself works: a well-formed inventory opens a scheduler on the plugin.
   tessera::v1::Inventory inventory;
   tessera::v1::NodeSpec* node = inventory.add_nodes();
