@@ -15,6 +15,7 @@ packages=(
   libbenchmark-dev
   libssl-dev openssl
   clang-format
+  clang libclang-rt-14-dev libfuzzer-14-dev
   python3 python3-matplotlib
 )
 

@@ -5,10 +5,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 namespace tessera {
@@ -45,6 +47,44 @@ class Mapper {
 
   std::string source_;
 };
+
+// Whether `text` is well-formed UTF-8: no stray continuation byte, no overlong form, no
+// surrogate, nothing past U+10FFFF (the rules protobuf applies to string fields).
+bool IsUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    size_t length = 0;
+    uint32_t code = 0;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if (lead >= 0xc2 && lead <= 0xdf) {
+      length = 2;
+      code = lead & 0x1f;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      length = 3;
+      code = lead & 0x0f;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      length = 4;
+      code = lead & 0x07;
+    } else {
+      return false;
+    }
+    if (text.size() - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3f);
+    }
+    if ((length == 3 && code < 0x800) || (length == 4 && code < 0x10000) || code > 0x10ffff ||
+        (code >= 0xd800 && code <= 0xdfff)) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
 
 template <typename T>
 Status Mapper::Integer(const YAML::Node& value, const std::string& path, T* out) {
@@ -119,6 +159,11 @@ Status Mapper::Scalar(const YAML::Node& value, const std::string& path,
       return Status::Ok();
     }
     case FieldDescriptor::CPPTYPE_STRING:
+      // A proto3 string that is not UTF-8 would be written to the store and sent on the wire,
+      // but no parser would read it back.
+      if (field->type() == FieldDescriptor::TYPE_STRING && !IsUtf8(text)) {
+        return Error(value, path, "is not valid UTF-8 text");
+      }
       repeated ? r->AddString(m, field, text) : r->SetString(m, field, text);
       return Status::Ok();
     case FieldDescriptor::CPPTYPE_ENUM: {

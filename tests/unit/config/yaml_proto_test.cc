@@ -89,6 +89,20 @@ TEST_CASE("yaml: wrong types and out-of-range numbers are refused") {
   CHECK(Parse("cpu_milli:\n", &task).message() == "test.yaml:1:1: cpu_milli: has no value");
 }
 
+TEST_CASE("yaml: text that is not UTF-8 is refused naming the field") {
+  // Found by the jobspec_yaml fuzz target (tests/fuzz/corpus/jobspec_yaml/invalid-utf8-*): such
+  // a string was accepted, but its binary encoding does not parse back.
+  v1::JobSpec job;
+  CHECK(Parse("queue: default\nname: a\xff\n", &job).message() ==
+        "test.yaml:2:7: name: is not valid UTF-8 text");
+  CHECK(Parse("labels: {\"\xed\xa0\x80\": x}\n", &job).message() ==
+        "test.yaml:1:10: labels: is not valid UTF-8 text");
+  CHECK(Parse("command: [ok, \"\xc0\xaf\"]\n", &job).message() ==
+        "test.yaml:1:15: command[1]: is not valid UTF-8 text");
+  CHECK(Parse("name: caf\xc3\xa9 \xf0\x9f\x9a\x80\n", &job).ok());
+  CHECK(job.name() == "caf\xc3\xa9 \xf0\x9f\x9a\x80");
+}
+
 TEST_CASE("yaml: malformed documents and files") {
   v1::SimulatedCluster cluster;
   Status s = Parse("groups: [\n", &cluster);
