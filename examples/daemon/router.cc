@@ -38,10 +38,8 @@ ApiResponse Router::Route(std::string_view path, const Query& query) {
     if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
     return Backup();
   }
-  if (path == "/v1/events") {
-    if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
-    return WatchEvents(query);
-  }
+  // GET is answered by WatchEventsAsync.
+  if (path == "/v1/events") return MethodNotAllowed(request_, "GET");
   return ErrorFor(request_, tessera::NotFoundError("no route for " + std::string(path)));
 }
 
