@@ -99,7 +99,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void Stop() override {
     boost::asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
-      if (!self->busy_) return self->tcp().socket().cancel();
+      if (!self->busy_) {
+        error_code ignored;  // the socket may be closed already.
+        self->tcp().socket().cancel(ignored);
+        return;
+      }
       if (self->cancel_) std::exchange(self->cancel_, nullptr)();
     });
   }

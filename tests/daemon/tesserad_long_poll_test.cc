@@ -1,7 +1,7 @@
 // tesserad under a hostile tenant, through its real binary: event long polls that must not hold
 // threads (other tenants and /healthz keep answering in milliseconds), the per-token bound on
 // them, long polls ended by their client going away, the connection cap, running out of file
-// descriptors, and a scheduler call that does not answer in time.
+// descriptors.
 #include <chrono>
 #include <fstream>
 #include <memory>
