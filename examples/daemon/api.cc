@@ -1,5 +1,7 @@
 #include "api.h"
 
+#include <future>
+
 #include "router.h"
 
 namespace tesserad {
@@ -13,9 +15,17 @@ Api::Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
       auth_(config_),
       submit_limiter_(config_.limits().submits_per_second(), config_.limits().submit_burst()),
       stopping_(stopping),
-      alerts_(alerts) {}
+      alerts_(alerts),
+      long_polls_(config_.server().max_long_polls_per_token()) {}
 
 ApiResponse Api::Handle(const HttpRequest& request) {
+  if (AnswersAsync(request)) {
+    std::promise<ApiResponse> answer;
+    std::future<ApiResponse> answered = answer.get_future();
+    HandleAsync(std::make_shared<const HttpRequest>(request),
+                [&answer](std::function<ApiResponse()> encode) { answer.set_value(encode()); });
+    return answered.get();
+  }
   std::string_view target = Sv(request.target());
   const size_t question = target.find('?');
   const std::string_view path = target.substr(0, question);
@@ -37,17 +47,29 @@ ApiResponse Api::Handle(const HttpRequest& request) {
 }
 
 bool Api::AnswersAsync(const HttpRequest& request) {
-  return request.method() == http::verb::post && Sv(request.target()) == "/v1/jobs";
+  const std::string_view target = Sv(request.target());
+  const std::string_view path = target.substr(0, target.find('?'));
+  return (request.method() == http::verb::post && path == "/v1/jobs") ||
+         (request.method() == http::verb::get && path == "/v1/events");
 }
 
-void Api::HandleAsync(std::shared_ptr<const HttpRequest> request, Responder respond) {
+Canceller Api::HandleAsync(std::shared_ptr<const HttpRequest> request, Responder respond) {
   auto principal = Authenticate(*request);
   if (auto* refused = std::get_if<HttpResponse>(&principal)) {
-    return respond([response = std::move(*refused)] { return ApiResponse(response); });
+    respond([response = std::move(*refused)] { return ApiResponse(response); });
+    return nullptr;
   }
   Router router(*scheduler_, config_, *stopping_, alerts_, submit_limiter_, *request,
                 std::move(std::get<Principal>(principal)));
+  const std::string_view target = Sv(request->target());
+  const size_t question = target.find('?');
+  if (request->method() == http::verb::get) {
+    const Query query = ParseQuery(
+        question == std::string_view::npos ? std::string_view() : target.substr(question + 1));
+    return router.WatchEventsAsync(request, query, long_polls_, std::move(respond));
+  }
   router.SubmitJobAsync(request, std::move(respond));
+  return nullptr;
 }
 
 std::variant<HttpResponse, Principal> Api::Authenticate(const HttpRequest& request) const {

@@ -13,6 +13,7 @@
 #include "alerts.h"
 #include "auth.h"
 #include "http_codec.h"
+#include "long_poll_slots.h"
 #include "submit_rate_limiter.h"
 #include "tessera/scheduler.h"
 #include "tessera/v1/config.pb.h"
@@ -27,14 +28,17 @@ class Api {
   Api(tessera::Scheduler* scheduler, tessera::v1::DaemonConfig config,
       const std::atomic<bool>* stopping, const AlertMonitor* alerts = nullptr);
 
+  // Answers `request`, blocking until it is answered (for a request AnswersAsync names, up to
+  // its commit or its long poll's wait).
   ApiResponse Handle(const HttpRequest& request);
 
-  // Whether Handle would block on the store for `request`, so that the server should answer it
-  // with HandleAsync instead: job submits, which wait for their commit.
+  // Whether `request` waits on the library, so that the server should answer it with
+  // HandleAsync instead: job submits (their commit) and event long polls (new events).
   static bool AnswersAsync(const HttpRequest& request);
   // Answers a request for which AnswersAsync is true, without blocking: `respond` runs once,
-  // possibly on a library thread (see Responder).
-  void HandleAsync(std::shared_ptr<const HttpRequest> request, Responder respond);
+  // possibly on a library thread (see Responder). The Canceller (may be null) ends a long
+  // poll early, when its client has gone.
+  Canceller HandleAsync(std::shared_ptr<const HttpRequest> request, Responder respond);
 
   // The JSON error body every failed request gets: {"code":"NOT_FOUND","message":"..."}.
   static HttpResponse Error(int http_status, std::string_view code, std::string_view message) {
@@ -51,6 +55,7 @@ class Api {
   SubmitRateLimiter submit_limiter_;
   const std::atomic<bool>* stopping_;
   const AlertMonitor* alerts_;
+  LongPollSlots long_polls_;
 };
 
 }  // namespace tesserad

@@ -2,8 +2,11 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 namespace tesserad {
 namespace {
@@ -12,10 +15,52 @@ namespace http = boost::beast::http;
 using tessera::Status;
 using tessera::StatusCode;
 
+// The length of the well-formed UTF-8 sequence at the start of `s`, or 0 when it is not one
+// (a stray continuation byte, a truncated or overlong sequence, a surrogate, past U+10FFFF).
+size_t Utf8SequenceLength(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  size_t length = 0;
+  uint32_t min = 0;
+  uint32_t code = 0;
+  if (lead < 0x80) return 1;
+  if ((lead & 0xE0) == 0xC0) {
+    length = 2, min = 0x80, code = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3, min = 0x800, code = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4, min = 0x10000, code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (s.size() < length) return 0;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i) & 0x3F);
+  }
+  if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+// `s` as the inside of a JSON string. Bytes that are not UTF-8 (a raw path or header echoed
+// into a message) become U+FFFD, so the body stays valid JSON.
 std::string JsonEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t length = Utf8SequenceLength(s.substr(i));
+      if (length == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(s.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -33,7 +78,7 @@ std::string JsonEscape(std::string_view s) {
         out += "\\t";
         break;
       default:
-        if (c < 0x20) {
+        if (c < 0x20 || c == 0x7F) {
           char buf[8];
           std::snprintf(buf, sizeof(buf), "\\u%04x", c);
           out += buf;
@@ -43,6 +88,67 @@ std::string JsonEscape(std::string_view s) {
     }
   }
   return out;
+}
+
+// The path of the first field set in `message` (or a message inside it) that its type does not
+// declare, as "task.#17"; empty when there is none.
+std::string FirstUnknownField(const google::protobuf::Message& message, const std::string& path) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  const google::protobuf::UnknownFieldSet& unknown = reflection->GetUnknownFields(message);
+  if (!unknown.empty()) return path + "#" + std::to_string(unknown.field(0).number());
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    const std::string inner = path + field->name() + ".";
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        std::string found =
+            FirstUnknownField(reflection->GetRepeatedMessage(message, field, i), inner);
+        if (!found.empty()) return found;
+      }
+    } else {
+      std::string found = FirstUnknownField(reflection->GetMessage(message, field), inner);
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
+// Checks JSON syntax only: builds nothing, so deep nesting costs no recursion.
+class JsonSyntaxCheck final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception& error) override {
+    // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." without the tag.
+    const std::string what = error.what();
+    const size_t tag_end = what.find("] ");
+    error_ = tag_end == std::string::npos ? what : what.substr(tag_end + 2);
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+// Why `text` is not one JSON value under RFC 8259, or empty when it is.
+std::string JsonSyntaxError(const std::string& text) {
+  JsonSyntaxCheck check;
+  nlohmann::json::sax_parse(text, &check);
+  return check.error();
 }
 
 bool WantsBinary(const HttpRequest& request) {
@@ -159,6 +265,18 @@ HttpResponse Forbidden(const HttpRequest& request, const std::string& what) {
   return ErrorFor(request, tessera::PermissionDeniedError(what));
 }
 
+Status CheckFraming(const HttpRequest& request) {
+  if (request.count(http::field::content_length) > 0 &&
+      request.count(http::field::transfer_encoding) > 0) {
+    return tessera::InvalidArgumentError("Content-Length together with Transfer-Encoding");
+  }
+  return Status::Ok();
+}
+
+bool ExpectsContinue(const HttpRequest& request) {
+  return boost::beast::iequals(request[http::field::expect], "100-continue");
+}
+
 Status ParseBody(const HttpRequest& request, google::protobuf::Message* message) {
   const std::string& body = request.body();
   const std::string_view type = Sv(request[http::field::content_type]);
@@ -167,11 +285,20 @@ Status ParseBody(const HttpRequest& request, google::protobuf::Message* message)
       return tessera::InvalidArgumentError("request body: not a valid binary " +
                                            message->GetTypeName());
     }
+    if (std::string unknown = FirstUnknownField(*message, ""); !unknown.empty()) {
+      return tessera::InvalidArgumentError("request body: " + message->GetTypeName() +
+                                           " has no field " + unknown);
+    }
     return Status::Ok();
   }
   if (body.empty()) {
     return tessera::InvalidArgumentError("request body: empty, expected a JSON " +
                                          message->GetTypeName());
+  }
+  // The protobuf JSON parser is lenient (it takes a trailing comma); the body must be JSON.
+  if (std::string error = JsonSyntaxError(body); !error.empty()) {
+    return tessera::InvalidArgumentError("request body: malformed JSON " + message->GetTypeName() +
+                                         ": " + error);
   }
   auto parsed = google::protobuf::util::JsonStringToMessage(body, message);
   if (!parsed.ok()) {

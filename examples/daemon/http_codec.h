@@ -35,6 +35,10 @@ using ApiResponse = std::variant<HttpResponse, FileResponse>;
 // caller runs the encoding on a thread of its choosing (not the library's commit thread).
 using Responder = std::function<void(std::function<ApiResponse()> encode)>;
 
+// Ends an asynchronous request early (its client went away); its Responder still runs, once.
+// Null for a request that cannot be cancelled.
+using Canceller = std::function<void()>;
+
 inline constexpr std::string_view kProtobufType = "application/x-protobuf";
 inline constexpr std::string_view kJsonType = "application/json";
 
@@ -79,7 +83,17 @@ HttpResponse MethodNotAllowed(const HttpRequest& request, std::string_view allow
 // 403 PERMISSION_DENIED.
 HttpResponse Forbidden(const HttpRequest& request, const std::string& what);
 
-// Reads the body as binary protobuf (Content-Type: application/x-protobuf) or JSON.
+// Refuses a request header that HTTP/1.1 framing allows but a server must not guess at:
+// Content-Length together with Transfer-Encoding (RFC 9112 section 6.1; a proxy in front could
+// frame it differently, smuggling a second request).
+// Errors: INVALID_ARGUMENT "Content-Length together with Transfer-Encoding".
+tessera::Status CheckFraming(const HttpRequest& request);
+// Whether the client waits for "100 Continue" before it sends the body (Expect: 100-continue).
+bool ExpectsContinue(const HttpRequest& request);
+
+// Reads the body as binary protobuf (Content-Type: application/x-protobuf) or JSON. Strict
+// either way: a binary field the message type does not declare, or JSON that is not RFC 8259
+// JSON (a trailing comma), is refused.
 // Errors: INVALID_ARGUMENT "request body: ...".
 tessera::Status ParseBody(const HttpRequest& request, google::protobuf::Message* message);
 // 200 with `message` as JSON, or binary when the request's Accept names application/x-protobuf.

@@ -1,15 +1,10 @@
 #include "http_server.h"
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
-#include <optional>
-#include <type_traits>
+#include <iostream>
 #include <utility>
 
 namespace tesserad {
@@ -19,192 +14,12 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// What the server needs of a connection of either kind.
-class Connection {
- public:
-  virtual ~Connection() = default;
-  // Closes the connection now if it is waiting for a request, else after the current response.
-  virtual void Stop() = 0;
-};
-
-namespace {
-
-using PlainStream = beast::tcp_stream;
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-
-// close_notify is a courtesy to the client; one that never answers ours must not hold up the
-// daemon's exit.
-constexpr std::chrono::seconds kTlsShutdownTimeout{2};
-
-// One connection: (for TLS, completes the handshake,) reads a request, runs it on a worker,
-// writes the response, repeats while the client keeps the connection alive. Everything but the
-// handler runs on the session's strand. `Stream` is PlainStream or TlsStream; the request loop is
-// the same for both.
-template <typename Stream>
-class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
- public:
-  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
-
-  // `stream_args` construct the Stream: the accepted socket, then for TLS the SSL context.
-  template <typename... StreamArgs>
-  Session(Api& api, asio::thread_pool& workers, const ServerLimits& limits,
-          const std::atomic<bool>& stopping, StreamArgs&&... stream_args)
-      : stream_(std::forward<StreamArgs>(stream_args)...),
-        api_(api),
-        workers_(workers),
-        limits_(limits),
-        stopping_(stopping) {}
-
-  void Start() {
-    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
-      if constexpr (kTls) {
-        self->Handshake();
-      } else {
-        self->Read();
-      }
-    });
-  }
-
-  void Stop() override {
-    // Cancelling the read lets its handler close the connection, so a TLS shutdown never runs
-    // alongside a pending read on the same stream.
-    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
-      if (!self->busy_) self->tcp().cancel();
-    });
-  }
-
- private:
-  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
-
-  // A client that connects and never completes the handshake is cut off like one that never
-  // completes its request.
-  void Handshake() {
-    tcp().expires_after(limits_.request_timeout);
-    stream_.async_handshake(asio::ssl::stream_base::server,
-                            [self = this->shared_from_this()](beast::error_code ec) {
-                              if (ec) return self->CloseSocket();  // e.g. plain HTTP, or a timeout.
-                              self->handshake_done_ = true;
-                              self->Read();
-                            });
-  }
-
-  void Read() {
-    if (stopping_.load()) return Close();
-    parser_.emplace();
-    parser_->body_limit(limits_.max_request_bytes);
-    tcp().expires_after(limits_.request_timeout);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
-  }
-
-  void OnRead(beast::error_code ec) {
-    if (ec == http::error::body_limit) {
-      busy_ = true;
-      HttpResponse response = Api::Error(413, "PAYLOAD_TOO_LARGE",
-                                         "request body exceeds server.max_request_bytes (" +
-                                             std::to_string(limits_.max_request_bytes) + " bytes)");
-      response.keep_alive(false);
-      return Write(std::move(response));
-    }
-    // Closed by the peer, timed out, stopped, or malformed HTTP.
-    if (ec) return Close();
-    busy_ = true;
-    tcp().expires_never();
-    auto request = std::make_shared<HttpRequest>(parser_->release());
-    if (Api::AnswersAsync(*request)) {
-      // A submit waits for its commit in the library, not in a worker; the response is encoded
-      // back on this connection's strand. The guard keeps the io_context running meanwhile.
-      api_.HandleAsync(request, [self = this->shared_from_this(),
-                                 guard = asio::make_work_guard(stream_.get_executor())](
-                                    std::function<ApiResponse()> encode) {
-        asio::post(self->stream_.get_executor(), [self, encode = std::move(encode)] {
-          ApiResponse response = encode();
-          std::visit([&self](auto& r) { self->Write(std::move(r)); }, response);
-        });
-      });
-      return;
-    }
-    // The guard keeps the io_context running while the worker holds the request.
-    asio::post(workers_, [self = this->shared_from_this(), request,
-                          guard = asio::make_work_guard(stream_.get_executor())] {
-      ApiResponse response = self->api_.Handle(*request);
-      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-        std::visit([&self](auto& r) { self->Write(std::move(r)); }, response);
-      });
-    });
-  }
-
-  void Write(HttpResponse response) {
-    if (stopping_.load()) response.keep_alive(false);
-    auto owned = std::make_shared<HttpResponse>(std::move(response));
-    tcp().expires_after(limits_.request_timeout);
-    const bool keep_alive = owned->keep_alive();
-    http::async_write(stream_, *owned,
-                      [self = this->shared_from_this(), owned, keep_alive](
-                          beast::error_code ec, std::size_t) { self->AfterWrite(ec, keep_alive); });
-  }
-
-  // A file body takes as long as the client needs to read it, but not for ever: the request
-  // timeout plus one second per MiB.
-  void Write(FileResponse file) {
-    if (stopping_.load()) file.keep_alive(false);
-    const uint64_t size = file.body().size();
-    auto owned = std::make_shared<FileResponse>(std::move(file));
-    tcp().expires_after(limits_.request_timeout + std::chrono::seconds(size >> 20));
-    const bool keep_alive = owned->keep_alive();
-    http::async_write(stream_, *owned,
-                      [self = this->shared_from_this(), owned, keep_alive](
-                          beast::error_code ec, std::size_t) { self->AfterWrite(ec, keep_alive); });
-  }
-
-  void AfterWrite(beast::error_code ec, bool keep_alive) {
-    busy_ = false;
-    if (ec) return CloseSocket();
-    if (!keep_alive) return Close();
-    Read();
-  }
-
-  // Ends the connection: for TLS, with a close_notify first, so the client can tell the end of
-  // the stream from a truncation.
-  void Close() {
-    if constexpr (kTls) {
-      if (handshake_done_ && !shutting_down_) {
-        shutting_down_ = true;
-        tcp().expires_after(kTlsShutdownTimeout);
-        stream_.async_shutdown(
-            [self = this->shared_from_this()](beast::error_code) { self->CloseSocket(); });
-        return;
-      }
-    }
-    CloseSocket();
-  }
-
-  void CloseSocket() {
-    beast::error_code ignored;
-    tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
-    tcp().close();
-  }
-
-  Stream stream_;
-  Api& api_;
-  asio::thread_pool& workers_;
-  const ServerLimits& limits_;
-  const std::atomic<bool>& stopping_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  bool busy_ = false;
-  bool handshake_done_ = false;
-  bool shutting_down_ = false;
-};
-
-}  // namespace
-
 HttpServer::HttpServer(asio::io_context& io, Api& api, ServerLimits limits)
     : io_(io),
       api_(api),
       limits_(limits),
       acceptor_(asio::make_strand(io)),
+      accept_pause_(acceptor_.get_executor()),
       workers_(static_cast<size_t>(limits.workers)) {}
 
 HttpServer::~HttpServer() { JoinWorkers(); }
@@ -259,20 +74,75 @@ tcp::endpoint HttpServer::local_endpoint() const { return acceptor_.local_endpoi
 
 void HttpServer::Start() { Accept(); }
 
+namespace {
+
+// How long accepting pauses when the process is out of file descriptors; connections that close
+// meanwhile make room.
+constexpr std::chrono::milliseconds kAcceptPause{100};
+constexpr std::chrono::seconds kLogInterval{10};
+
+bool OutOfResources(const beast::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
+         ec == asio::error::no_memory || ec.value() == ENFILE;
+}
+
+}  // namespace
+
 void HttpServer::Accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
     if (stopping_.load() || !acceptor_.is_open()) return;
-    if (!ec) {
-      if (tls_context_ != nullptr) {
-        Track(std::make_shared<Session<TlsStream>>(api_, workers_, limits_, stopping_,
-                                                   std::move(socket), *tls_context_));
-      } else {
-        Track(std::make_shared<Session<PlainStream>>(api_, workers_, limits_, stopping_,
-                                                     std::move(socket)));
-      }
-    }
+    if (OutOfResources(ec)) return PauseAccepting(ec);
+    if (!ec) OnAccepted(std::move(socket));
     Accept();
   });
+}
+
+void HttpServer::OnAccepted(tcp::socket socket) {
+  const bool refuse = open_connections_->load() >= limits_.max_connections;
+  std::shared_ptr<std::atomic<int>> counted;
+  if (refuse) {
+    Report(Trouble::kAtConnectionCap, "server.max_connections (" +
+                                          std::to_string(limits_.max_connections) +
+                                          ") connections open; answering new ones 503");
+  } else {
+    open_connections_->fetch_add(1);
+    counted = open_connections_;
+  }
+  if (tls_context_ != nullptr) {
+    Track(std::make_shared<Session<TlsStream>>(api_, workers_, limits_, stopping_, counted, refuse,
+                                               std::move(socket), *tls_context_));
+  } else {
+    Track(std::make_shared<Session<PlainStream>>(api_, workers_, limits_, stopping_, counted,
+                                                 refuse, std::move(socket)));
+  }
+}
+
+void HttpServer::PauseAccepting(const beast::error_code& ec) {
+  Report(Trouble::kOutOfDescriptors,
+         "cannot accept connections: " + ec.message() + " (" +
+             std::to_string(open_connections_->load()) +
+             " connections open; raise the open-file limit, ulimit -n, or lower "
+             "server.max_connections); retrying every " +
+             std::to_string(kAcceptPause.count()) + " ms");
+  accept_pause_.expires_after(kAcceptPause);
+  accept_pause_.async_wait([this](beast::error_code wait_ec) {
+    if (wait_ec || stopping_.load() || !acceptor_.is_open()) return;
+    Accept();
+  });
+}
+
+void HttpServer::Report(Trouble trouble, const std::string& line) {
+  TroubleLog& log = trouble_log_[static_cast<int>(trouble)];
+  const auto now = std::chrono::steady_clock::now();
+  if (log.last != std::chrono::steady_clock::time_point{} && now - log.last < kLogInterval) {
+    ++log.unreported;
+    return;
+  }
+  std::cerr << "tesserad: " << line;
+  if (log.unreported > 0) std::cerr << " (" << log.unreported << " more since the last report)";
+  std::cerr << std::endl;
+  log.last = now;
+  log.unreported = 0;
 }
 
 void HttpServer::Shutdown() {
@@ -280,6 +150,7 @@ void HttpServer::Shutdown() {
   asio::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
+    accept_pause_.cancel();
   });
   std::lock_guard lock(sessions_mutex_);
   for (const auto& weak : sessions_) {

@@ -7,6 +7,7 @@
 // stops accepting, finishes the requests in flight and closes the scheduler, which flushes the
 // store. Exit status: 0 after a clean shutdown, 1 when the configuration (TLS files included) is
 // bad or the scheduler or listener cannot start, 2 for a bad command line.
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -99,6 +100,10 @@ int main(int argc, char** argv) {
   tesserad::ServerLimits limits;
   limits.max_request_bytes = static_cast<uint64_t>(config->server().max_request_bytes());
   limits.request_timeout = std::chrono::milliseconds(config->server().request_timeout_ms());
+  limits.max_header_bytes =
+      static_cast<uint32_t>(std::min<int64_t>(config->server().max_header_bytes(), UINT32_MAX));
+  limits.answer_timeout = std::chrono::milliseconds(config->server().answer_timeout_ms());
+  limits.max_connections = config->server().max_connections();
   tesserad::HttpServer server(io, api, limits);
   if (tls_context != nullptr) server.EnableTls(std::move(tls_context));
   if (auto s = server.Listen(config->server().listen()); !s.ok()) return Fail(s.ToString());

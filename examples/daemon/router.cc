@@ -42,10 +42,8 @@ ApiResponse Router::Route(std::string_view path, const Query& query) {
     if (method != http::verb::post) return MethodNotAllowed(request_, "POST");
     return CheckStore(query);
   }
-  if (path == "/v1/events") {
-    if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
-    return WatchEvents(query);
-  }
+  // GET is answered by WatchEventsAsync.
+  if (path == "/v1/events") return MethodNotAllowed(request_, "GET");
   return ErrorFor(request_, tessera::NotFoundError("no route for " + std::string(path)));
 }
 

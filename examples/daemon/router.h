@@ -2,7 +2,8 @@
 // method, each handler checks what the caller's Principal may see and change, makes one
 // tessera::Scheduler call and encodes its result (http_codec.h). The handlers live in one file
 // per resource: job_routes.cc, queue_routes.cc, node_routes.cc, event_routes.cc,
-// admin_routes.cc.
+// admin_routes.cc. POST /v1/jobs and GET /v1/events answer asynchronously
+// (SubmitJobAsync, WatchEventsAsync).
 //
 // Thread safety: a Router serves one request on one thread; many may run at once.
 #pragma once
@@ -16,6 +17,7 @@
 #include "alerts.h"
 #include "auth.h"
 #include "http_codec.h"
+#include "long_poll_slots.h"
 #include "submit_rate_limiter.h"
 #include "tessera/scheduler.h"
 #include "tessera/v1/config.pb.h"
@@ -42,6 +44,12 @@ class Router {
   // runs once, possibly on a library thread, with a function that encodes the response: call it
   // where encoding should cost. `request` is the router's request, kept alive for the reply.
   void SubmitJobAsync(std::shared_ptr<const HttpRequest> request, Responder respond);
+
+  // GET /v1/events as a long poll that holds no thread (Scheduler::WatchEventsAsync), bounded
+  // per token by `slots` (429 past it). `respond` runs once, possibly on a library thread. The
+  // returned Canceller (null when answered at once) ends the wait early.
+  Canceller WatchEventsAsync(std::shared_ptr<const HttpRequest> request, const Query& query,
+                             LongPollSlots& slots, Responder respond);
 
  private:
   // job_routes.cc
@@ -70,9 +78,6 @@ class Router {
   // node_routes.cc
   HttpResponse ListNodes();
   HttpResponse NodeRoute(std::string_view rest);  // /v1/nodes/{name}:{action}
-
-  // event_routes.cc
-  HttpResponse WatchEvents(const Query& query);
 
   // admin_routes.cc
   ApiResponse Backup();

@@ -3,15 +3,20 @@
 // scratch directory per test. TESSERAD_PATH and TESSCTL_PATH are set by tests/CMakeLists.txt.
 #pragma once
 
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -82,12 +87,97 @@ inline Reply Call(unsigned short port, http::verb method, const std::string& tar
   return reply;
 }
 
+// A raw TCP connection to 127.0.0.1:`port`, for what Call cannot send: malformed requests,
+// requests left waiting. Each read gives up after `timeout`.
+class RawConnection {
+ public:
+  explicit RawConnection(unsigned short port,
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{static_cast<time_t>(timeout.count() / 1000),
+               static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawConnection() { Close(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Reads one response: its header, then Content-Length bytes of body; stops early when the
+  // peer closes or a read times out. Returns what arrived ("" for nothing).
+  std::string ReadResponse() {
+    std::string in = std::move(pending_);
+    pending_.clear();
+    size_t header_end = std::string::npos;
+    while ((header_end = in.find("\r\n\r\n")) == std::string::npos) {
+      if (!ReadMore(in)) return in;
+    }
+    size_t length = 0;
+    const size_t field = in.find("Content-Length: ");
+    if (field != std::string::npos && field < header_end)
+      length = std::stoul(in.substr(field + 16));
+    const size_t end = header_end + 4 + length;
+    while (in.size() < end) {
+      if (!ReadMore(in)) return in;
+    }
+    pending_ = in.substr(end);
+    return in.substr(0, end);
+  }
+  // Whether the peer has closed the connection (a read returns end of stream in time).
+  bool PeerClosed() {
+    char c;
+    return recv(fd_, &c, 1, 0) == 0;
+  }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  bool ReadMore(std::string& in) {
+    char buffer[4096];
+    const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+    if (n <= 0) return false;
+    in.append(buffer, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string pending_;
+};
+
+// The status code of the raw response `raw` ("HTTP/1.1 400 Bad Request..."), 0 if none.
+inline int StatusOf(const std::string& raw) {
+  if (raw.size() < 12 || raw.compare(0, 5, "HTTP/") != 0) return 0;
+  return std::stoi(raw.substr(9, 3));
+}
+inline std::string BodyOf(const std::string& raw) {
+  const size_t end = raw.find("\r\n\r\n");
+  return end == std::string::npos ? "" : raw.substr(end + 4);
+}
+
 // A tesserad process started with `config`, killed (SIGKILL) with the object unless stopped.
 // Its stderr goes to `stderr_path` (appended) when given.
 class DaemonProcess {
  public:
+  // `max_open_files` > 0 runs it under that RLIMIT_NOFILE (ulimit -n).
   DaemonProcess(const std::string& config, const std::string& scheme = "http",
-                const std::string& stderr_path = "") {
+                const std::string& stderr_path = "", int max_open_files = 0) {
     int out[2];
     REQUIRE(pipe(out) == 0);
     pid_ = fork();
@@ -99,6 +189,11 @@ class DaemonProcess {
       if (!stderr_path.empty()) {
         const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (err >= 0) dup2(err, STDERR_FILENO);
+      }
+      if (max_open_files > 0) {
+        const rlimit limit{static_cast<rlim_t>(max_open_files),
+                           static_cast<rlim_t>(max_open_files)};
+        setrlimit(RLIMIT_NOFILE, &limit);
       }
       execl(TESSERAD_PATH, TESSERAD_PATH, "--config", config.c_str(), nullptr);
       _exit(127);
@@ -122,6 +217,7 @@ class DaemonProcess {
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
   unsigned short port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string url(const std::string& scheme = "http", const std::string& host = "127.0.0.1") const {
     return scheme + "://" + host + ":" + std::to_string(port_);
   }

@@ -100,6 +100,18 @@ class TESSERA_EXPORT Scheduler {
   virtual StatusOr<std::vector<v1::Event>> WatchEvents(uint64_t after_seq, int max_events,
                                                        std::chrono::milliseconds wait) = 0;
 
+  // WatchEvents without a thread waiting: returns at once, and `done` runs once, on an internal
+  // thread (it must not block: hand the result to your own executor), with what WatchEvents
+  // would have returned, as soon as an event after `after_seq` is committed or `wait` has passed.
+  // Any number of watches may be open at once; each costs memory, not a thread. The returned id
+  // is for CancelEventWatch. Errors (passed to `done`): as WatchEvents.
+  virtual uint64_t WatchEventsAsync(uint64_t after_seq, int max_events,
+                                    std::chrono::milliseconds wait,
+                                    std::function<void(StatusOr<std::vector<v1::Event>>)> done) = 0;
+  // Ends watch `id` early (its client went away, say): its `done` runs soon with the events there
+  // are, usually none. An id that has finished already is ignored.
+  virtual void CancelEventWatch(uint64_t id) = 0;
+
   // --- Queues -----------------------------------------------------------------------------
 
   // Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND (parent missing), FAILED_PRECONDITION

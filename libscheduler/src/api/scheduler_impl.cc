@@ -85,6 +85,7 @@ SchedulerImpl::SchedulerImpl(const Options& options, std::shared_ptr<Clock> cloc
     : options_(options),
       clock_(std::move(clock)),
       store_(std::move(store)),
+      event_watches_(std::make_unique<EventWatches>(*store_)),
       strand_(boost::asio::make_strand(io_)),
       timer_(io_) {
   EngineHost& host = *this;
@@ -259,6 +260,7 @@ SchedulerImpl::~SchedulerImpl() {
   }
   engine_.reset();
   executor_.reset();
+  event_watches_.reset();  // answers the open watches while the store is still there.
   store_.reset();
 }
 

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/event_watches.h"
 #include "api/waiting_reasons.h"
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
@@ -63,6 +64,9 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) override;
   StatusOr<std::vector<v1::Event>> WatchEvents(uint64_t after_seq, int max_events,
                                                std::chrono::milliseconds wait) override;
+  uint64_t WatchEventsAsync(uint64_t after_seq, int max_events, std::chrono::milliseconds wait,
+                            std::function<void(StatusOr<std::vector<v1::Event>>)> done) override;
+  void CancelEventWatch(uint64_t id) override;
 
   Status CreateQueue(const v1::QueueSpec& spec) override;
   Status UpdateQueue(const v1::QueueSpec& spec) override;
@@ -133,6 +137,8 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   const Options options_;
   const std::shared_ptr<Clock> clock_;
   std::unique_ptr<store::Store> store_;
+  // The open WatchEventsAsync calls; destroyed before the store they read.
+  std::unique_ptr<EventWatches> event_watches_;
   // Why pending jobs wait, as the engine last published it; shown over the stored reason.
   WaitingReasons waiting_reasons_;
 

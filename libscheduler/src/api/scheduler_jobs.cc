@@ -257,15 +257,36 @@ StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest
   return page;
 }
 
-StatusOr<std::vector<v1::Event>> SchedulerImpl::WatchEvents(uint64_t after_seq, int max_events,
-                                                            std::chrono::milliseconds wait) {
+namespace {
+
+Status ValidateWatch(int max_events, std::chrono::milliseconds wait) {
   if (max_events <= 0 || max_events > kMaxWatchEvents) {
     return InvalidArgumentError("max_events: must be between 1 and " +
                                 std::to_string(kMaxWatchEvents) + ", got " +
                                 std::to_string(max_events));
   }
   if (wait.count() < 0) return InvalidArgumentError("wait: must be >= 0");
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<v1::Event>> SchedulerImpl::WatchEvents(uint64_t after_seq, int max_events,
+                                                            std::chrono::milliseconds wait) {
+  TESSERA_RETURN_IF_ERROR(ValidateWatch(max_events, wait));
   return store_->ReadEvents(after_seq, max_events, wait);
 }
+
+uint64_t SchedulerImpl::WatchEventsAsync(
+    uint64_t after_seq, int max_events, std::chrono::milliseconds wait,
+    std::function<void(StatusOr<std::vector<v1::Event>>)> done) {
+  if (Status invalid = ValidateWatch(max_events, wait); !invalid.ok()) {
+    event_watches_->Reject(std::move(invalid), std::move(done));
+    return 0;
+  }
+  return event_watches_->Start(after_seq, max_events, wait, std::move(done));
+}
+
+void SchedulerImpl::CancelEventWatch(uint64_t id) { event_watches_->Cancel(id); }
 
 }  // namespace tessera

@@ -113,6 +113,11 @@ Status ValidateServer(const v1::ServerConfig& s) {
                        std::string(s.tls_cert_file().empty() ? "key_file" : "cert_file"));
   }
   TESSERA_RETURN_IF_ERROR(AtLeast(s.max_request_bytes(), 1, "server.max_request_bytes"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(s.max_connections(), 1, "server.max_connections"));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(s.max_long_polls_per_token(), 1, "server.max_long_polls_per_token"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(s.max_header_bytes(), 1, "server.max_header_bytes"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(s.answer_timeout_ms(), 1, "server.answer_timeout_ms"));
   return AtLeast(s.request_timeout_ms(), 1, "server.request_timeout_ms");
 }
 
@@ -307,6 +312,12 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   if (!server->has_listen()) server->set_listen(std::string(kDefaultListenAddress));
   if (!server->has_max_request_bytes()) server->set_max_request_bytes(kDefaultMaxRequestBytes);
   if (!server->has_request_timeout_ms()) server->set_request_timeout_ms(kDefaultRequestTimeoutMs);
+  if (!server->has_max_connections()) server->set_max_connections(kDefaultMaxConnections);
+  if (!server->has_max_long_polls_per_token()) {
+    server->set_max_long_polls_per_token(kDefaultMaxLongPollsPerToken);
+  }
+  if (!server->has_max_header_bytes()) server->set_max_header_bytes(kDefaultMaxHeaderBytes);
+  if (!server->has_answer_timeout_ms()) server->set_answer_timeout_ms(kDefaultAnswerTimeoutMs);
   c->mutable_auth();
 
   v1::AlertsConfig* alerts = c->mutable_alerts();

@@ -14,6 +14,10 @@ inline constexpr char kDefaultDaemonStorePath[] = "./var/tessera.db";
 inline constexpr char kDefaultListenAddress[] = "127.0.0.1:8080";
 inline constexpr int64_t kDefaultMaxRequestBytes = 1 << 20;
 inline constexpr int64_t kDefaultRequestTimeoutMs = 30000;
+inline constexpr int32_t kDefaultMaxConnections = 1000;
+inline constexpr int32_t kDefaultMaxLongPollsPerToken = 16;
+inline constexpr int64_t kDefaultMaxHeaderBytes = 16384;
+inline constexpr int64_t kDefaultAnswerTimeoutMs = 30000;
 
 // A host:port split. IPv6 hosts are written in brackets ("[::1]:8080"); `host` keeps them out.
 struct ListenAddress {

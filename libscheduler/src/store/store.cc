@@ -177,11 +177,19 @@ void Store::ReturnReader(std::unique_ptr<Database> db) {
 }
 
 void Store::OnCommit(uint64_t next_event_seq) {
+  std::function<void(uint64_t)> listener;
   {
     std::lock_guard<std::mutex> lock(events_mu_);
     next_event_seq_ = next_event_seq;
+    listener = commit_listener_;
   }
   events_cv_.notify_all();
+  if (listener) listener(next_event_seq - 1);
+}
+
+void Store::SetCommitListener(std::function<void(uint64_t)> listener) {
+  std::lock_guard<std::mutex> lock(events_mu_);
+  commit_listener_ = std::move(listener);
 }
 
 Status Store::LoadQueues(std::vector<v1::QueueSpec>* queues) {

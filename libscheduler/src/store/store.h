@@ -66,6 +66,9 @@ class Store {
   StatusOr<std::vector<v1::Event>> ReadEvents(uint64_t after_seq, int max_events,
                                               std::chrono::milliseconds wait);
   uint64_t LastEventSeq() const { return next_event_seq_.load() - 1; }
+  // Runs `listener` with LastEventSeq() after every commit, on the writer thread: it must not
+  // block. Replaces the previous listener; an empty function removes it.
+  void SetCommitListener(std::function<void(uint64_t last_event_seq)> listener);
 
   // Copies the store to `path` with SQLite's online backup API.
   Status Backup(const std::string& path);
@@ -103,6 +106,7 @@ class Store {
   std::atomic<uint64_t> next_event_seq_{1};
   std::mutex events_mu_;
   std::condition_variable events_cv_;
+  std::function<void(uint64_t)> commit_listener_;  // guarded by events_mu_.
 };
 
 }  // namespace tessera::store

@@ -44,6 +44,10 @@ TEST_CASE("daemon config: no file means the embedded defaults") {
   CHECK(config->store().max_batch() == 4096);
   CHECK(config->server().listen() == "127.0.0.1:8080");
   CHECK(config->server().max_request_bytes() == 1048576);
+  CHECK(config->server().max_connections() == 1000);
+  CHECK(config->server().max_long_polls_per_token() == 16);
+  CHECK(config->server().max_header_bytes() == 16384);
+  CHECK(config->server().answer_timeout_ms() == 30000);
   CHECK(config->auth().tokens_size() == 0);
   CHECK(config->placement().strategy() == v1::FRAGMENTATION_AWARE);
   CHECK(config->placement().learn_workload());
@@ -279,6 +283,12 @@ TEST_CASE("daemon config: server and auth values") {
         "server.max_request_bytes: must be > 0, got 0");
   CHECK(Refusal("server: {request_timeout_ms: 0}") ==
         "server.request_timeout_ms: must be > 0, got 0");
+  CHECK(Refusal("server: {max_connections: 0}") == "server.max_connections: must be > 0, got 0");
+  CHECK(Refusal("server: {max_long_polls_per_token: 0}") ==
+        "server.max_long_polls_per_token: must be > 0, got 0");
+  CHECK(Refusal("server: {max_header_bytes: 0}") == "server.max_header_bytes: must be > 0, got 0");
+  CHECK(Refusal("server: {answer_timeout_ms: 0}") ==
+        "server.answer_timeout_ms: must be > 0, got 0");
   CHECK(Refusal("server: {listen: '0.0.0.0:8080'}") ==
         "auth.tokens: required when server.listen (0.0.0.0:8080) is not loopback");
 
