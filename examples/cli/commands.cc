@@ -215,7 +215,8 @@ std::vector<std::pair<v1::JobSpec, std::string>> SpecsToSubmit(const SubmitFlags
       return {};
     }
   } else {
-    // Without --queue the server puts the job in its default queue. The defaults of tessera::JobSpecBuilder: one task of 1 CPU and 1 GiB.
+    // Without --queue the server puts the job in its default queue. The defaults of
+    // tessera::JobSpecBuilder: one task of 1 CPU and 1 GiB.
     v1::JobSpec& spec = specs.emplace_back();
     spec.mutable_task()->set_cpu_milli(1000);
     spec.mutable_task()->set_memory_mib(1024);
