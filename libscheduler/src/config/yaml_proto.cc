@@ -248,6 +248,15 @@ Status Mapper::Message(const YAML::Node& node, const std::string& path,
   return Status::Ok();
 }
 
+// The parser's complaint about `source`, at its line and column when it knows them.
+Status NotValidYaml(const std::string& source, const YAML::Exception& e) {
+  std::ostringstream os;
+  os << source;
+  if (!e.mark.is_null()) os << ":" << e.mark.line + 1 << ":" << e.mark.column + 1;
+  os << ": not valid YAML: " << e.msg;
+  return InvalidArgumentError(os.str());
+}
+
 }  // namespace
 
 Status YamlStringToMessage(const std::string& yaml, const std::string& source,
@@ -256,11 +265,7 @@ Status YamlStringToMessage(const std::string& yaml, const std::string& source,
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    std::ostringstream os;
-    os << source;
-    if (!e.mark.is_null()) os << ":" << e.mark.line + 1 << ":" << e.mark.column + 1;
-    os << ": not valid YAML: " << e.msg;
-    return InvalidArgumentError(os.str());
+    return NotValidYaml(source, e);
   }
   try {
     return Mapper(source).Message(root, "", message);
@@ -275,11 +280,7 @@ Status YamlStringToMessages(const std::string& yaml, const std::string& source,
   try {
     documents = YAML::LoadAll(yaml);
   } catch (const YAML::Exception& e) {
-    std::ostringstream os;
-    os << source;
-    if (!e.mark.is_null()) os << ":" << e.mark.line + 1 << ":" << e.mark.column + 1;
-    os << ": not valid YAML: " << e.msg;
-    return InvalidArgumentError(os.str());
+    return NotValidYaml(source, e);
   }
   int number = 0;
   for (const YAML::Node& document : documents) {
