@@ -147,8 +147,8 @@ struct PlacementOptions {
   }
 };
 
-// A named priority. Higher values are considered first within a queue. Non-preemptible jobs are
-// never chosen as victims (preemption arrives with the policies issue).
+// A named priority. Higher values are considered first within a queue and may preempt lower ones
+// (PreemptionOptions); jobs of a class that is not preemptible are never chosen as victims.
 struct PriorityClass {
   std::string name;
   int32_t value = 0;

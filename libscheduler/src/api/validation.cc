@@ -6,6 +6,7 @@
 
 #include "api/options_validation.h"
 #include "model/mig_profiles.h"
+#include "model/queue_path.h"
 #include "model/resource_vector.h"
 #include "model/vgpu_types.h"
 
@@ -48,16 +49,6 @@ Status ValidateSize(const v1::JobSpec& spec, const JobSizeLimits& limits) {
   return Status::Ok();
 }
 
-bool SegmentOk(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  if (!std::isalnum(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
 
 Status ValidateResources(const v1::Resources& r, const std::string& field) {
   const ResourceVector v = ResourceVector::FromProto(r);
@@ -198,30 +189,6 @@ Status ValidateCounts(const v1::JobSpec& spec) {
 
 }  // namespace
 
-Status ValidateQueueName(const std::string& name, const std::string& field) {
-  if (name.empty()) return Invalid(field, "required");
-  int depth = 0;
-  size_t start = 0;
-  while (true) {
-    const size_t slash = name.find('/', start);
-    const std::string segment =
-        name.substr(start, slash == std::string::npos ? slash : slash - start);
-    if (!SegmentOk(segment)) {
-      return Invalid(field, "'" + name +
-                                "' is not a queue path: use '/'-separated segments of letters, "
-                                "digits, '.', '_' or '-' (each starting with a letter or digit, "
-                                "at most 63 characters)");
-    }
-    ++depth;
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  if (depth > kMaxQueueDepth) {
-    return Invalid(field, "'" + name + "' is " + Num(depth) + " levels deep; at most " +
-                              Num(kMaxQueueDepth) + " allowed");
-  }
-  return Status::Ok();
-}
 
 Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits) {
   TESSERA_RETURN_IF_ERROR(ValidateSize(spec, limits));

@@ -6,6 +6,7 @@
 
 #include <google/protobuf/repeated_ptr_field.h>
 
+#include "model/queue_path.h"  // ValidateQueueName, for the callers of this header.
 #include "tessera/options.h"
 #include "tessera/status.h"
 #include "tessera/v1/job.pb.h"
@@ -16,7 +17,6 @@ namespace tessera {
 // Limits enforced on specs.
 inline constexpr int kMaxTasksPerJob = 100000;
 inline constexpr int kMaxGpusPerTask = 32;
-inline constexpr int kMaxQueueDepth = 8;
 inline constexpr int64_t kMaxGraceSeconds = 7 * 24 * 3600;
 // Bounds on the other integers of a spec, far above any real job and far below the point where
 // converting them to microseconds (or summing them over tasks) could overflow an int64.
@@ -28,9 +28,6 @@ inline constexpr int kMaxExitCode = 255;
 
 // Checks `spec` field by field, and its size against `limits`.
 Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits);
-// Checks a queue path: "/"-separated segments of letters, digits, '.', '_' and '-', each
-// starting with a letter or digit, at most kMaxQueueDepth deep. `field` names it in errors.
-Status ValidateQueueName(const std::string& name, const std::string& field);
 Status ValidateQueueSpec(const v1::QueueSpec& spec);
 // A declared queue tree (DaemonConfig.queues, ApplyQueueTree) on its own: each spec valid and
 // named once, errors naming the entry ("queues[1].name: 'a' is declared twice (also queues[0])").
