@@ -4,6 +4,7 @@
 //   tessera-bench decide --nodes 5000 --jobs 50000 --queues 100
 //   tessera-bench submit --jobs 100000 --clients 8 --window 64
 //   tessera-bench submit --http --jobs 50000 --clients 16
+//   tessera-bench submit --tessctl --jobs 500 --clients 1
 //   tessera-bench recover --live 100000 --finished 1000000
 //   tessera-bench openb --trace default --policy fgd --seeds 10
 //   tessera-bench timeline --trace default --nodes gpu_node --policy binpack
@@ -88,6 +89,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   submit_cmd->add_flag("--http", submit.http,
                        "through the real daemon: start tesserad, C keep-alive HTTP clients");
+  submit_cmd->add_flag("--tessctl", submit.tessctl,
+                       "through the real daemon and CLI: C loops each running `tessctl submit` "
+                       "once per job, as a shell script does");
   submit_cmd->add_option("--durable", submit.durable, "fsync each commit (true|false)")
       ->capture_default_str();
   submit_cmd->add_option("--decisions", submit.decisions, "let the engine place jobs meanwhile")

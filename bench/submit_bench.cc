@@ -173,7 +173,7 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
 }  // namespace
 
 int RunSubmit(const SubmitFlags& flags) {
-  if (flags.http) return RunSubmitHttp(flags);
+  if (flags.http || flags.tessctl) return RunSubmitHttp(flags);
   std::vector<Json> runs;
   for (int run = 1; run <= flags.common.repeat; ++run) {
     StatusOr<Json> result = RunOnce(flags, run);

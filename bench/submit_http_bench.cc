@@ -6,8 +6,14 @@
 // connection (Boost.Beast) and POSTs small JobSpecs to /v1/jobs one at a time; a submit counts
 // when its 200 arrives, which the daemon sends only once the job is committed (and fsync'ed
 // with --durable true). The daemon gets SIGTERM at the end of each run, and on any error.
+//
+// submit --tessctl measures what a shell script's loop of `tessctl submit` gets: each of the C
+// clients starts the tessctl built beside the benchmark (TESSERA_TESSCTL_PATH) once per job and
+// waits for it to exit, so every submit pays the CLI's start-up, a new connection and its own
+// commit. A submit counts when tessctl exits 0 (it prints the id only after the 200).
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -231,6 +237,49 @@ void RunHttpClient(unsigned short port, int client, int64_t jobs, ClientResult* 
   }
 }
 
+#ifdef TESSERA_TESSCTL_PATH
+// Runs `tessctl submit` once per job, one at a time, as a script's loop does.
+void RunTessctlClient(unsigned short port, int client, int64_t jobs, ClientResult* out) {
+  out->latencies_ms.reserve(jobs);
+  const std::string server = "http://127.0.0.1:" + std::to_string(port);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  for (int64_t i = 0; i < jobs; ++i) {
+    const std::string name = "c" + std::to_string(client) + "-" + std::to_string(i);
+    std::vector<std::string> args = {TESSERA_TESSCTL_PATH, "--server", server, "submit",
+                                     "--name", name, "--gpus", "1", "--", "/bin/true"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const Clock::time_point start = Clock::now();
+    pid_t pid = -1;
+    if (posix_spawn(&pid, TESSERA_TESSCTL_PATH, &actions, nullptr, argv.data(), environ) != 0) {
+      Fail(out, "posix_spawn failed");
+      continue;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      out->latencies_ms.push_back(ms);
+    } else {
+      Fail(out, "tessctl submit exited with status " + std::to_string(status));
+    }
+  }
+  posix_spawn_file_actions_destroy(&actions);
+}
+#endif
+
+// The client loop of this run: keep-alive HTTP, or one tessctl process per submit.
+void RunClient(const SubmitFlags& flags, unsigned short port, int client, int64_t jobs,
+               ClientResult* out) {
+#ifdef TESSERA_TESSCTL_PATH
+  if (flags.tessctl) return RunTessctlClient(port, client, jobs, out);
+#endif
+  RunHttpClient(port, client, jobs, out);
+}
+
 StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
   ScratchDir dir("tessera-bench-submit-http");
   DaemonProcess daemon(dir.path());
@@ -244,7 +293,7 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
   const double commits_before =
       Metric(Get(daemon.port(), "/metrics"), "tessera_store_commits_total");
 
-  Progress("submit --http run " + std::to_string(run) + ": " + std::to_string(flags.jobs) +
+  Progress(std::string(flags.tessctl ? "submit --tessctl" : "submit --http") + " run " + std::to_string(run) + ": " + std::to_string(flags.jobs) +
            " jobs, " + std::to_string(flags.clients) + " clients, tesserad pid " +
            std::to_string(daemon.pid()) + " port " + std::to_string(daemon.port()) + ", idle " +
            std::to_string(idle_rss_mib) + " MiB");
@@ -255,7 +304,7 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
     const int64_t share = flags.jobs / flags.clients + (c < flags.jobs % flags.clients ? 1 : 0);
     threads.emplace_back([&, c, share] {
       ready.arrive_and_wait();
-      RunHttpClient(daemon.port(), c, share, &results[c]);
+      RunClient(flags, daemon.port(), c, share, &results[c]);
     });
   }
   ready.arrive_and_wait();
@@ -285,7 +334,7 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
                               ? static_cast<int64_t>(commits_after - commits_before)
                               : -1;
   return Json{
-      {"benchmark", "submit_http"},
+      {"benchmark", flags.tessctl ? "submit_tessctl" : "submit_http"},
       {"jobs", flags.jobs},
       {"clients", flags.clients},
       {"window", 1},
@@ -311,6 +360,12 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
 }  // namespace
 
 int RunSubmitHttp(const SubmitFlags& flags) {
+#ifndef TESSERA_TESSCTL_PATH
+  if (flags.tessctl) {
+    std::cerr << "submit --tessctl: this tessera-bench was built without tessctl\n";
+    return 2;
+  }
+#endif
   if (flags.window != 1) {
     std::cerr << "submit --http: each client keeps one request in flight; --window must be 1\n";
     return 2;
