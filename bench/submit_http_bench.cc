@@ -13,8 +13,8 @@
 // commit. A submit counts when tessctl exits 0 (it prints the id only after the 200).
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -247,8 +247,9 @@ void RunTessctlClient(unsigned short port, int client, int64_t jobs, ClientResul
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   for (int64_t i = 0; i < jobs; ++i) {
     const std::string name = "c" + std::to_string(client) + "-" + std::to_string(i);
-    std::vector<std::string> args = {TESSERA_TESSCTL_PATH, "--server", server, "submit",
-                                     "--name", name, "--gpus", "1", "--", "/bin/true"};
+    std::vector<std::string> args = {
+        TESSERA_TESSCTL_PATH, "--server", server, "submit", "--name", name, "--gpus", "1", "--",
+        "/bin/true"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -293,8 +294,9 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
   const double commits_before =
       Metric(Get(daemon.port(), "/metrics"), "tessera_store_commits_total");
 
-  Progress(std::string(flags.tessctl ? "submit --tessctl" : "submit --http") + " run " + std::to_string(run) + ": " + std::to_string(flags.jobs) +
-           " jobs, " + std::to_string(flags.clients) + " clients, tesserad pid " +
+  Progress(std::string(flags.tessctl ? "submit --tessctl" : "submit --http") + " run " +
+           std::to_string(run) + ": " + std::to_string(flags.jobs) + " jobs, " +
+           std::to_string(flags.clients) + " clients, tesserad pid " +
            std::to_string(daemon.pid()) + " port " + std::to_string(daemon.port()) + ", idle " +
            std::to_string(idle_rss_mib) + " MiB");
   std::vector<ClientResult> results(flags.clients);

@@ -49,7 +49,6 @@ Status ValidateSize(const v1::JobSpec& spec, const JobSizeLimits& limits) {
   return Status::Ok();
 }
 
-
 Status ValidateResources(const v1::Resources& r, const std::string& field) {
   const ResourceVector v = ResourceVector::FromProto(r);
   for (int i = 0; i < kNumResources; ++i) {
@@ -188,7 +187,6 @@ Status ValidateCounts(const v1::JobSpec& spec) {
 }
 
 }  // namespace
-
 
 Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits) {
   TESSERA_RETURN_IF_ERROR(ValidateSize(spec, limits));
