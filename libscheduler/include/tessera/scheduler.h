@@ -57,8 +57,17 @@ class TESSERA_EXPORT Scheduler {
   // corrupt or newer than this build; RESOURCE_EXHAUSTED if the disk is full.
   static StatusOr<std::unique_ptr<Scheduler>> Open(const Options& options);
 
-  // Stops deciding, waits for writes in flight to commit, and closes the store.
+  // Stops deciding, waits for writes in flight to commit, and closes the store (Close), then
+  // frees the scheduler. Destroy it only once no other thread is inside one of its calls: Close
+  // first is how those threads get out (a blocked WatchEvents among them).
   virtual ~Scheduler();
+
+  // Shuts the scheduler down without freeing it: a WatchEvents blocked in its wait returns
+  // UNAVAILABLE ("scheduler is shutting down") at once, as does every call made after Close
+  // began, and open WatchEventsAsync watches are answered UNAVAILABLE. Then decisions stop and
+  // writes in flight commit; Close returns when they are durable. The destructor releases the
+  // executor and the store. Calling Close again does nothing; the destructor calls it.
+  virtual void Close() = 0;
 
   // --- Jobs -------------------------------------------------------------------------------
 

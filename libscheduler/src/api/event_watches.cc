@@ -35,13 +35,22 @@ uint64_t EventWatches::Start(uint64_t after_seq, int max_events, std::chrono::mi
     watch.max_events = max_events;
     watch.done = std::move(done);
     // Events committed before the watch reached this thread finish it at once.
-    if (store_.LastEventSeq() > after_seq || wait.count() <= 0) return Finish(id);
+    if (finishing_all_ || store_.LastEventSeq() > after_seq || wait.count() <= 0) {
+      return Finish(id);
+    }
     watch.timer = std::make_unique<boost::asio::steady_timer>(io_, wait);
     watch.timer->async_wait([this, id](const boost::system::error_code& ec) {
       if (!ec) Finish(id);
     });
   });
   return id;
+}
+
+void EventWatches::FinishAll() {
+  boost::asio::post(io_, [this] {
+    finishing_all_ = true;
+    while (!watches_.empty()) Finish(watches_.begin()->first);
+  });
 }
 
 void EventWatches::Reject(Status error, Done done) {

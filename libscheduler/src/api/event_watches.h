@@ -46,6 +46,11 @@ class EventWatches {
   // finished already.
   void Cancel(uint64_t id);
 
+  // The scheduler is closing: every open watch finishes now, and every watch started later
+  // finishes at once, each with what the store answers then (UNAVAILABLE once its event waits
+  // are stopped).
+  void FinishAll();
+
   // How many watches are open (for tests and metrics).
   size_t open() const { return open_.load(); }
 
@@ -64,6 +69,7 @@ class EventWatches {
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::map<uint64_t, Watch> watches_;  // internal thread only.
+  bool finishing_all_ = false;         // internal thread only; FinishAll has run.
   std::atomic<uint64_t> next_id_{1};
   std::atomic<size_t> open_{0};
   std::thread thread_;

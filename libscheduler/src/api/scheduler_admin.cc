@@ -35,7 +35,8 @@ Status SchedulerImpl::WriteThenApply(store::WriteFn write, std::function<Status(
 Status SchedulerImpl::CreateQueue(const v1::QueueSpec& spec) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   TESSERA_RETURN_IF_ERROR(ValidateQueueSpec(spec));
-  TESSERA_RETURN_IF_ERROR(Call<Status>([&] { return engine_->CheckQueueChange(spec, true); }));
+  TESSERA_RETURN_IF_ERROR(
+      Call<Status>([&] { return engine_->CheckQueueChange(spec, true); }, ShuttingDown()));
   const TimestampUs now = clock_->NowUs();
   return WriteThenApply(
       [spec, now](store::WriteTransaction& t) -> Status {
@@ -65,7 +66,8 @@ Status SchedulerImpl::CreateQueue(const v1::QueueSpec& spec) {
 Status SchedulerImpl::UpdateQueue(const v1::QueueSpec& spec) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   TESSERA_RETURN_IF_ERROR(ValidateQueueSpec(spec));
-  TESSERA_RETURN_IF_ERROR(Call<Status>([&] { return engine_->CheckQueueChange(spec, false); }));
+  TESSERA_RETURN_IF_ERROR(
+      Call<Status>([&] { return engine_->CheckQueueChange(spec, false); }, ShuttingDown()));
   const TimestampUs now = clock_->NowUs();
   return WriteThenApply(
       [spec, now](store::WriteTransaction& t) -> Status {
@@ -81,7 +83,8 @@ Status SchedulerImpl::UpdateQueue(const v1::QueueSpec& spec) {
 Status SchedulerImpl::DeleteQueue(const std::string& name) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   TESSERA_RETURN_IF_ERROR(ValidateQueueName(name, "name"));
-  TESSERA_RETURN_IF_ERROR(Call<Status>([&] { return engine_->CheckQueueDelete(name); }));
+  TESSERA_RETURN_IF_ERROR(
+      Call<Status>([&] { return engine_->CheckQueueDelete(name); }, ShuttingDown()));
   const TimestampUs now = clock_->NowUs();
   return WriteThenApply(
       [name, now](store::WriteTransaction& t) -> Status {
@@ -101,19 +104,21 @@ Status SchedulerImpl::DeleteQueue(const std::string& name) {
 
 StatusOr<v1::Queue> SchedulerImpl::GetQueue(const std::string& name) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
-  return Call<StatusOr<v1::Queue>>([&] { return engine_->Queue(name); });
+  return Call<StatusOr<v1::Queue>>([&] { return engine_->Queue(name); }, ShuttingDown());
 }
 
 StatusOr<std::vector<v1::Queue>> SchedulerImpl::ListQueues() {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
-  return Call<std::vector<v1::Queue>>([&] { return engine_->Queues(); });
+  return Call<StatusOr<std::vector<v1::Queue>>>(
+      [&]() -> StatusOr<std::vector<v1::Queue>> { return engine_->Queues(); }, ShuttingDown());
 }
 
 // --- Nodes -------------------------------------------------------------------------------------
 
 StatusOr<std::vector<v1::Node>> SchedulerImpl::ListNodes() {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
-  return Call<std::vector<v1::Node>>([&] { return engine_->Nodes(); });
+  return Call<StatusOr<std::vector<v1::Node>>>(
+      [&]() -> StatusOr<std::vector<v1::Node>> { return engine_->Nodes(); }, ShuttingDown());
 }
 
 Status SchedulerImpl::CordonNode(const std::string& name, bool cordoned) {
@@ -127,9 +132,13 @@ Status SchedulerImpl::DrainNode(const std::string& name) {
 Status SchedulerImpl::SetNodeFlags(const std::string& name, bool cordoned, bool draining,
                                    const std::string& reason) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
-  if (!Call<bool>([&] { return engine_->HasNode(name); })) {
-    return NotFoundError("node '" + name + "' does not exist");
-  }
+  const Status known = Call<Status>(
+      [&] {
+        return engine_->HasNode(name) ? Status::Ok()
+                                      : NotFoundError("node '" + name + "' does not exist");
+      },
+      ShuttingDown());
+  if (!known.ok()) return known;
   const TimestampUs now = clock_->NowUs();
   return WriteThenApply(
       [name, cordoned, draining, reason, now](store::WriteTransaction& t) -> Status {
@@ -146,13 +155,15 @@ Status SchedulerImpl::SetNodeFlags(const std::string& name, bool cordoned, bool 
 
 Status SchedulerImpl::ReportTelemetry(const v1::GpuTelemetry& reading) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
-  return Call<Status>([&] { return engine_->OnTelemetry(reading); });
+  return Call<Status>([&] { return engine_->OnTelemetry(reading); }, ShuttingDown());
 }
 
 // --- Operations --------------------------------------------------------------------------------
 
 v1::SchedulerStats SchedulerImpl::GetStats() {
-  v1::SchedulerStats stats = Call<v1::SchedulerStats>([this] { return engine_->Stats(); });
+  // After Close, the store's figures alone.
+  v1::SchedulerStats stats =
+      Call<v1::SchedulerStats>([this] { return engine_->Stats(); }, v1::SchedulerStats());
   const store::GroupCommitStats writes = store_->write_stats();
   *stats.mutable_commit_latency() = store_->commit_latency().Summary();
   stats.set_commits(writes.commits);

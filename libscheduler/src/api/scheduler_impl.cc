@@ -237,35 +237,51 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
 }
 
 SchedulerImpl::~SchedulerImpl() {
-  closing_ = true;
+  Close();
+  engine_.reset();
+  executor_.reset();
+  event_watches_.reset();
+  store_.reset();
+}
+
+void SchedulerImpl::Close() {
+  if (closing_.exchange(true)) return;
+  // Callers blocked in WatchEvents, and open watches, get UNAVAILABLE now rather than at the
+  // end of their wait.
+  if (store_) store_->StopEventWaits();
+  if (event_watches_) event_watches_->FinishAll();
   // A restart under way finishes (and is dropped); none starts after. The pointer stays: the
   // strand may still read it.
   if (restarter_) restarter_->Stop();
   if (clock_listener_) clock_->RemoveAdvanceListener(clock_listener_);
   if (decision_thread_.joinable()) {
-    Call<bool>([this] {
-      engine_->Pause();
-      timer_.cancel();
-      return true;
-    });
+    Call<bool>(
+        [this] {
+          engine_->Pause();
+          timer_.cancel();
+          return true;
+        },
+        false);
     // Writes in flight commit; their follow-ups run on the strand before it stops, and what
     // those follow-ups write still reaches the store.
     store_->Flush();
-    Call<bool>([this] {
-      FlushPersists();
-      return true;
-    });
+    Call<bool>(
+        [this] {
+          FlushPersists();
+          return true;
+        },
+        false);
+    {
+      std::unique_lock<std::shared_mutex> lock(strand_calls_mu_);
+      strand_stopped_ = true;
+    }
     io_.stop();
     decision_thread_.join();
   }
-  engine_.reset();
-  executor_.reset();
-  event_watches_.reset();  // answers the open watches while the store is still there.
-  store_.reset();
 }
 
 Status SchedulerImpl::CheckOpen() const {
-  if (closing_) return UnavailableError("scheduler is shutting down");
+  if (closing_) return ShuttingDown();
   return Status::Ok();
 }
 
@@ -346,15 +362,18 @@ void SchedulerImpl::WaitIdle() {
     const uint64_t writes_before = store_->WritesEnqueued();
     store_->Flush();
     bool backend_busy = false;
-    const bool engine_busy = Call<bool>([this, &backend_busy] {
-      const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
-      const int64_t other_tasks = posted_.load() - 1;  // all but this one.
-      // Calls still running in a backend plugin will report back to the strand, and so will a
-      // plugin restart under way. (The executor is read here: a restart swaps it on the strand.)
-      backend_busy = executor_->Busy() || (restarter_ && restarter_->Busy());
-      return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
-             (next && *next <= clock_->NowUs());
-    });
+    const bool engine_busy = Call<bool>(
+        [this, &backend_busy] {
+          const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
+          const int64_t other_tasks = posted_.load() - 1;  // all but this one.
+          // Calls still running in a backend plugin will report back to the strand, and so will a
+          // plugin restart under way. (The executor is read here: a restart swaps it on the
+          // strand.)
+          backend_busy = executor_->Busy() || (restarter_ && restarter_->Busy());
+          return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
+                 (next && *next <= clock_->NowUs());
+        },
+        /*if_closed=*/false);
     if (!engine_busy && !backend_busy && store_->WritesEnqueued() == writes_before &&
         store_->Idle()) {
       return;
@@ -366,7 +385,8 @@ void SchedulerImpl::WaitIdle() {
 }
 
 std::optional<TimestampUs> SchedulerImpl::NextWakeupUs() {
-  return Call<std::optional<TimestampUs>>([this] { return engine_->timers().NextDeadline(); });
+  return Call<std::optional<TimestampUs>>([this] { return engine_->timers().NextDeadline(); },
+                                          std::nullopt);
 }
 
 // --- EngineHost ---------------------------------------------------------------------------------

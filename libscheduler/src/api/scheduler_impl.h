@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -29,6 +30,9 @@
 #include "tessera/scheduler.h"
 
 namespace tessera {
+
+// What every call answers once Close has begun.
+inline Status ShuttingDown() { return UnavailableError("scheduler is shutting down"); }
 
 // A value handed from one thread to another that waits for it.
 template <typename T>
@@ -55,6 +59,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
  public:
   static StatusOr<std::unique_ptr<Scheduler>> Create(const Options& options);
   ~SchedulerImpl() override;
+  void Close() override;
 
   StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const SubmitOptions& options) override;
   void SubmitAsync(const v1::JobSpec& spec, const SubmitOptions& options,
@@ -122,13 +127,16 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // Hands a committed submit to the engine; submits committed together reach the strand in one
   // task, in commit order (any thread).
   void HandToEngine(std::shared_ptr<const v1::Job> job);
-  // Runs `fn` on the strand and returns its result; never call from the strand itself.
+  // Runs `fn` on the strand and returns its result, or `if_closed` once Close has stopped the
+  // strand (a call that was already waiting on it gets its answer first). Never call it from
+  // the strand itself.
   template <typename R>
-  R Call(std::function<R()> fn);
+  R Call(std::function<R()> fn, R if_closed);
   void RunDecisionPass();
   void ArmTimer();
   // Applies a queue or node change to the engine after it is durable, then replies.
   Status WriteThenApply(store::WriteFn write, std::function<Status()> apply);
+  // OK, or UNAVAILABLE "scheduler is shutting down" once Close has begun.
   Status CheckOpen() const;
   // Cordon and drain: durable flag, event, then the engine.
   Status SetNodeFlags(const std::string& name, bool cordoned, bool draining,
@@ -178,13 +186,19 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   std::vector<std::shared_ptr<const v1::Job>> arrivals_;
 
   std::atomic<bool> closing_{false};
+  // Calls waiting on the strand hold this shared; Close takes it exclusively to set
+  // strand_stopped_, so it stops the strand only once they have their answers.
+  std::shared_mutex strand_calls_mu_;
+  bool strand_stopped_ = false;     // guarded by strand_calls_mu_.
   std::atomic<int64_t> posted_{0};  // strand tasks not yet finished.
   std::mutex feasibility_mu_;
   std::shared_ptr<const FeasibilityChecker> feasibility_;
 };
 
 template <typename R>
-R SchedulerImpl::Call(std::function<R()> fn) {
+R SchedulerImpl::Call(std::function<R()> fn, R if_closed) {
+  std::shared_lock<std::shared_mutex> lock(strand_calls_mu_);
+  if (strand_stopped_) return if_closed;
   std::promise<R> promise;
   std::future<R> result = promise.get_future();
   Post([&promise, &fn] { promise.set_value(fn()); });

@@ -216,6 +216,7 @@ StatusOr<v1::Job> SchedulerImpl::Cancel(JobId id) {
 }
 
 StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
   StatusOr<v1::Job> job = store_->GetJob(id);
   if (job.ok()) {
     waiting_reasons_.Apply(*job);
@@ -225,6 +226,7 @@ StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) {
 }
 
 StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest& request) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
   // A queue filter names an existing queue ("org" or "org/") and means its subtree.
   std::string queue = request.queue();
   if (!queue.empty()) {
@@ -273,14 +275,20 @@ Status ValidateWatch(int max_events, std::chrono::milliseconds wait) {
 
 StatusOr<std::vector<v1::Event>> SchedulerImpl::WatchEvents(uint64_t after_seq, int max_events,
                                                             std::chrono::milliseconds wait) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
   TESSERA_RETURN_IF_ERROR(ValidateWatch(max_events, wait));
-  return store_->ReadEvents(after_seq, max_events, wait);
+  StatusOr<std::vector<v1::Event>> events = store_->ReadEvents(after_seq, max_events, wait);
+  // Close ended the wait.
+  if (!events.ok() && closing_) return CheckOpen();
+  return events;
 }
 
 uint64_t SchedulerImpl::WatchEventsAsync(
     uint64_t after_seq, int max_events, std::chrono::milliseconds wait,
     std::function<void(StatusOr<std::vector<v1::Event>>)> done) {
-  if (Status invalid = ValidateWatch(max_events, wait); !invalid.ok()) {
+  Status invalid = CheckOpen();
+  if (invalid.ok()) invalid = ValidateWatch(max_events, wait);
+  if (!invalid.ok()) {
     event_watches_->Reject(std::move(invalid), std::move(done));
     return 0;
   }

@@ -187,6 +187,14 @@ void Store::OnCommit(uint64_t next_event_seq) {
   if (listener) listener(next_event_seq - 1);
 }
 
+void Store::StopEventWaits() {
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    event_waits_stopped_ = true;
+  }
+  events_cv_.notify_all();
+}
+
 void Store::SetCommitListener(std::function<void(uint64_t)> listener) {
   std::lock_guard<std::mutex> lock(events_mu_);
   commit_listener_ = std::move(listener);
@@ -351,9 +359,14 @@ StatusOr<v1::ListJobsResponse> Store::ListJobs(const v1::ListJobsRequest& reques
 StatusOr<std::vector<v1::Event>> Store::ReadEvents(uint64_t after_seq, int max_events,
                                                    std::chrono::milliseconds wait) {
   if (max_events <= 0) return InvalidArgumentError("max_events: must be > 0");
-  if (wait.count() > 0) {
+  {
     std::unique_lock<std::mutex> lock(events_mu_);
-    events_cv_.wait_for(lock, wait, [&] { return next_event_seq_.load() - 1 > after_seq; });
+    if (wait.count() > 0) {
+      events_cv_.wait_for(lock, wait, [&] {
+        return event_waits_stopped_ || next_event_seq_.load() - 1 > after_seq;
+      });
+    }
+    if (event_waits_stopped_) return UnavailableError("store: closing");
   }
   std::vector<v1::Event> events;
   if (next_event_seq_.load() - 1 <= after_seq) return events;

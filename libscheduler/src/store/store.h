@@ -62,9 +62,13 @@ class Store {
   StatusOr<v1::Job> GetJob(uint64_t id);
   // Errors: INVALID_ARGUMENT for a bad page size or token.
   StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
-  // Events after `after_seq`, waiting up to `wait` for the first.
+  // Events after `after_seq`, waiting up to `wait` for the first. Errors: UNAVAILABLE once
+  // StopEventWaits has run (a wait under way ends then).
   StatusOr<std::vector<v1::Event>> ReadEvents(uint64_t after_seq, int max_events,
                                               std::chrono::milliseconds wait);
+  // Ends every ReadEvents wait now, and any later one at once, with UNAVAILABLE: the owner is
+  // closing, and a caller blocked in a long wait must not hold it up.
+  void StopEventWaits();
   uint64_t LastEventSeq() const { return next_event_seq_.load() - 1; }
   // Runs `listener` with LastEventSeq() after every commit, on the writer thread: it must not
   // block. Replaces the previous listener; an empty function removes it.
@@ -107,6 +111,7 @@ class Store {
   std::mutex events_mu_;
   std::condition_variable events_cv_;
   std::function<void(uint64_t)> commit_listener_;  // guarded by events_mu_.
+  bool event_waits_stopped_ = false;               // guarded by events_mu_.
 };
 
 }  // namespace tessera::store
