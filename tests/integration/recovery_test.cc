@@ -64,6 +64,28 @@ TEST_CASE(
   CHECK((*events)[1].to_state() == v1::PENDING);
 }
 
+TEST_CASE("recovery: Open returns with the executor reconciled: a lost job reads as lost at once") {
+  ScratchDir dir;
+  auto clock = std::make_shared<ManualClock>();
+  Options options = DurableOptions(dir.File("state.db"), clock);
+  uint64_t id = 0;
+  {
+    auto t = Open(options);
+    id = MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(4).Build()).id();
+    t->WaitIdle();
+    REQUIRE(MustGet(t.scheduler.get(), id).status().state() == v1::RUNNING);
+  }
+  // Decisions paused, so what is read is recovery's doing, not a later placement.
+  options.engine.start_paused = true;
+  auto t = Open(options);
+  // No WaitIdle: the simulated executor's task did not survive, and the job says so as soon as
+  // Open has returned (requeued as attempt 2), not "RUNNING attempt 1".
+  const v1::Job lost = MustGet(t.scheduler.get(), id);
+  CHECK(lost.status().state() == v1::PENDING);
+  CHECK(lost.status().attempt() == 2);
+  CHECK(lost.status().losses() == 1);
+}
+
 TEST_CASE("recovery: cordon and drain survive a restart") {
   ScratchDir dir;
   Options options = DurableOptions(dir.File("state.db"), std::make_shared<ManualClock>());

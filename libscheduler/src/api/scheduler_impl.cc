@@ -232,6 +232,15 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
     auto guard = boost::asio::make_work_guard(io_);
     io_.run();
   });
+  // What reconciling changed (jobs whose tasks are gone, requeued or failed) is durable before
+  // Open returns, so the first read after it shows the reconciled state.
+  Call<bool>(
+      [this] {
+        FlushPersists();
+        return true;
+      },
+      false);
+  store_->Flush();
   Post([this] { RequestDecisions(); });
   return Status::Ok();
 }
