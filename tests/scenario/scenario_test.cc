@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -132,9 +133,29 @@ bool CheckSeed(uint64_t seed, const Features& features, Clocking clocking, bool 
   return false;
 }
 
+// Runs a scenario in its printed form (TESSERA_SCENARIO_FILE), in this process and with every
+// event printed when TESSERA_SCENARIO_TRACE is set, to see what a shrunk case does.
+void CheckFile(const char* path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot read ", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  Scenario scenario;
+  std::string error;
+  REQUIRE_MESSAGE(Parse(text.str(), scenario, error), error);
+  RunOptions options = RunOptionsFromEnvironment(Clocking::kVirtual);
+  options.trace = std::getenv("TESSERA_SCENARIO_TRACE") != nullptr;
+  const RunResult result = options.trace ? RunScenario(scenario, options) : RunIsolated(scenario, options);
+  CHECK_MESSAGE(result.ok, path, ": ", result.Describe());
+}
+
 TEST_CASE("scenarios: random clusters, queues and job streams keep every invariant") {
   const Features features = FeaturesFromEnvironment();
   const auto began = std::chrono::steady_clock::now();
+  if (const char* path = std::getenv("TESSERA_SCENARIO_FILE")) {
+    CheckFile(path);
+    return;
+  }
   if (const char* one = std::getenv("TESSERA_SCENARIO_SEED")) {
     CheckSeed(std::strtoull(one, nullptr, 10), features, Clocking::kVirtual, true);
     return;
