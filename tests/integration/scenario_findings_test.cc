@@ -170,5 +170,44 @@ TEST_CASE("scenario findings: an elastic job whose task has ended does not grow 
   CHECK(job.status().placements_size() == 2);
 }
 
+TEST_CASE("scenario findings: a vGPU job that preempts gets the GPU its victims free") {
+  // One A100-40GB as vGPUs, typed A100-8C by two low-priority jobs; a normal A100-4C job needs
+  // the GPU empty. The victim with the shorter grace came straight back onto the GPU (still
+  // typed 8C by the other), so the 4C job never fit and preempted both again and again.
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(1);
+  options.preemption.cooldown = std::chrono::seconds(5);
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* vgpu = AddGroup(cluster, "vgpu", 1, 1, "A100-40GB");
+  vgpu->set_gpu_memory_mib(40960);
+  vgpu->set_sharing(v1::GPU_SHARING_VGPU);
+  auto t = OpenCluster(cluster, options);
+  Scheduler* s = t.scheduler.get();
+  const int64_t start = t.clock->NowUs();
+  std::vector<uint64_t> low;
+  for (int grace_s : {1, 2}) {
+    v1::JobSpec spec = JobSpecBuilder("default")
+                           .Gpus(1)
+                           .VgpuType("A100-8C")
+                           .PriorityClass("low")
+                           .SimulatedDurationMs(100'000)
+                           .Build();
+    spec.set_checkpoint_grace_s(grace_s);
+    low.push_back(MustSubmit(s, spec).id());
+  }
+  RunUntil(t, start + 10 * kSecond);
+  const uint64_t urgent = MustSubmit(s, JobSpecBuilder("default")
+                                            .Gpus(1)
+                                            .VgpuType("A100-4C")
+                                            .SimulatedDurationMs(30'000)
+                                            .Build())
+                              .id();
+  RunUntil(t, start + 15 * kSecond);
+  CHECK(MustGet(s, urgent).status().state() == v1::RUNNING);
+  RunUntil(t, start + 45 * kSecond);
+  CHECK(MustGet(s, urgent).status().state() == v1::SUCCEEDED);
+  for (uint64_t id : low) CHECK(MustGet(s, id).status().preemptions() == 1);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -282,7 +282,7 @@ void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
   RemovePending(job);
   job.awaiting_victims = true;
   incoming_[job.queue] += job.shape.RequestVector() * min_tasks;
-  reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held)});
+  reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held), job.shape});
   job.reserved_start_us = now + grace_us;
   job.reason = std::move(reason);
   Persist(job, MakeUpdateEvent(job, job.reason));
