@@ -100,12 +100,10 @@ TEST_CASE("scenario findings: priority preemption leaves alone a queue within it
   CreateQueue(s, a);
   CreateQueue(s, QueueSpec("b"));
   const int64_t start = t.clock->NowUs();
-  const uint64_t low = MustSubmit(s, JobSpecBuilder("a")
-                                         .Gpus(1)
-                                         .PriorityClass("low")
-                                         .SimulatedDurationMs(100'000)
-                                         .Build())
-                           .id();
+  const uint64_t low =
+      MustSubmit(
+          s, JobSpecBuilder("a").Gpus(1).PriorityClass("low").SimulatedDurationMs(100'000).Build())
+          .id();
   RunUntil(t, start + 10 * kSecond);
   const uint64_t normal =
       MustSubmit(s, JobSpecBuilder("b").Gpus(1).SimulatedDurationMs(50'000).Build()).id();
@@ -131,12 +129,10 @@ ElasticGrown GrowAnElasticJob() {
   Scheduler* s = g.t.scheduler.get();
   g.start = g.t.clock->NowUs();
   MustSubmit(s, JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(10'000).Build());
-  g.elastic = MustSubmit(s, JobSpecBuilder("default")
-                                .Elastic(1, 2)
-                                .Gpus(1)
-                                .SimulatedDurationMs(30'000)
-                                .Build())
-                  .id();
+  g.elastic =
+      MustSubmit(
+          s, JobSpecBuilder("default").Elastic(1, 2).Gpus(1).SimulatedDurationMs(30'000).Build())
+          .id();
   RunUntil(g.t, g.start + 10 * kSecond);
   REQUIRE(MustGet(s, g.elastic).status().placements_size() == 2);
   return g;
@@ -196,12 +192,11 @@ TEST_CASE("scenario findings: a vGPU job that preempts gets the GPU its victims 
     low.push_back(MustSubmit(s, spec).id());
   }
   RunUntil(t, start + 10 * kSecond);
-  const uint64_t urgent = MustSubmit(s, JobSpecBuilder("default")
-                                            .Gpus(1)
-                                            .VgpuType("A100-4C")
-                                            .SimulatedDurationMs(30'000)
-                                            .Build())
-                              .id();
+  const uint64_t urgent =
+      MustSubmit(
+          s,
+          JobSpecBuilder("default").Gpus(1).VgpuType("A100-4C").SimulatedDurationMs(30'000).Build())
+          .id();
   RunUntil(t, start + 15 * kSecond);
   CHECK(MustGet(s, urgent).status().state() == v1::RUNNING);
   RunUntil(t, start + 45 * kSecond);

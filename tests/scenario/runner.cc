@@ -121,8 +121,8 @@ class Play {
 
   void Trace(const Snapshot& snapshot) const {
     for (const v1::Event& e : snapshot.new_events) {
-      std::cout << "t=" << (e.time_us() - start_us_) / 1000 << " ms #" << e.seq() << " "
-                << v1::EventKind_Name(e.kind()) << " job " << e.job_id() << " "
+      std::cout << "t=" << (e.time_us() - start_us_) / 1000 << " ms (" << e.time_us() << ") #"
+                << e.seq() << " " << v1::EventKind_Name(e.kind()) << " job " << e.job_id() << " "
                 << v1::JobState_Name(e.from_state()) << " -> " << v1::JobState_Name(e.to_state())
                 << " " << e.node() << ": " << e.reason() << "\n";
     }

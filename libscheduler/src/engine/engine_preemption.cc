@@ -138,9 +138,9 @@ bool Engine::TryPreempt(JobRecord& job) {
     // queue keeps its guarantee without the victim: what a queue holds within its guarantee
     // would be reclaimed from the preemptor's queue at once, and the two would take turns
     // preempting each other for ever.
-    const bool by_priority = v.key.priority < job.key.priority &&
-                             (v.queue == job.queue || queues_.MayReclaimFrom(v.queue, job.queue,
-                                                                             v.allocated));
+    const bool by_priority =
+        v.key.priority < job.key.priority &&
+        (v.queue == job.queue || queues_.MayReclaimFrom(v.queue, job.queue, v.allocated));
     const bool by_reclaim = reclaim && queues_.MayReclaimFrom(v.queue, *claimant, v.allocated);
     if (!by_priority && !by_reclaim) return it->second;
     if (!preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
