@@ -4,8 +4,8 @@
 // gangs, elastic jobs, every sharing form, time limits, checkpoint grace) mixed with cancels,
 // GPU failures, drains, recoveries and restarts.
 //
-// Each kind of thing can be switched off (Features), so a run can leave out a feature whose
-// known defect would fail most seeds until it is fixed. The generator keeps scenarios inside
+// Each kind of thing can be switched off (Features), so a run can look at one thing (every
+// feature is on by default). The generator keeps scenarios inside
 // what the invariants can judge: guarantees add up to at most the whole GPUs of the cluster,
 // and every job fits its queue's caps and borrowing limits, so a job that does not run in the
 // end is a scheduler's fault, not the scenario's.

@@ -128,6 +128,40 @@ Result LimitsHold(const std::string& invariant, const std::string& queue, const 
               base.gpu_memory_mib() + limits.gpu_memory_mib(), held.gpu_memory_mib());
 }
 
+// A guarantee names several resources, and reclaim (docs/policies.md) honours each one it
+// names: a queue claims only while what it holds plus the job stays within every guaranteed
+// resource, and gives back only what leaves it at or above every guaranteed resource.
+bool WithinGuaranteeWith(const v1::Resources& held, const v1::Resources& extra,
+                         const v1::Resources& guarantee) {
+  auto within = [](int64_t g, int64_t h, int64_t e) { return g <= 0 || h + e <= g; };
+  return within(guarantee.cpu_milli(), held.cpu_milli(), extra.cpu_milli()) &&
+         within(guarantee.memory_mib(), held.memory_mib(), extra.memory_mib()) &&
+         within(guarantee.gpu_milli(), held.gpu_milli(), extra.gpu_milli()) &&
+         within(guarantee.gpu_memory_mib(), held.gpu_memory_mib(), extra.gpu_memory_mib());
+}
+
+bool KeepsGuaranteeWithout(const v1::Resources& held, const v1::Resources& amount,
+                           const v1::Resources& guarantee) {
+  auto keeps = [](int64_t g, int64_t h, int64_t a) { return g <= 0 || h - a >= g; };
+  return keeps(guarantee.cpu_milli(), held.cpu_milli(), amount.cpu_milli()) &&
+         keeps(guarantee.memory_mib(), held.memory_mib(), amount.memory_mib()) &&
+         keeps(guarantee.gpu_milli(), held.gpu_milli(), amount.gpu_milli()) &&
+         keeps(guarantee.gpu_memory_mib(), held.gpu_memory_mib(), amount.gpu_memory_mib());
+}
+
+// What one job's live tasks hold, as HeldBy counts it.
+v1::Resources HeldByJob(const v1::Job& job) {
+  v1::Resources held;
+  for (const v1::TaskPlacement& p : job.status().placements()) {
+    if (p.exited()) continue;
+    held.set_cpu_milli(held.cpu_milli() + job.spec().task().cpu_milli());
+    held.set_memory_mib(held.memory_mib() + job.spec().task().memory_mib());
+    held.set_gpu_milli(held.gpu_milli() + MilliPerGpu(p) * p.gpus_size());
+    held.set_gpu_memory_mib(held.gpu_memory_mib() + p.gpu_memory_mib() * p.gpus_size());
+  }
+  return held;
+}
+
 // Whether `job` can run on this cluster once nothing else runs: every form the generator uses
 // is judged here from the cluster description, so a job that could never run (a MIG profile no
 // fixed layout has) is not counted against the scheduler.
@@ -538,8 +572,13 @@ Result Checker::GuaranteeReclaimedInTime(const Snapshot& s, int64_t now_us) {
                              js.task().mig_profile().empty() && js.task().vgpu_type().empty() &&
                              js.task().gpu_form() == v1::GPU_FORM_ANY &&
                              std::max(1, js.tasks()) == 1 && !js.has_elastic();
+        v1::Resources wanted;
+        wanted.set_cpu_milli(js.task().cpu_milli());
+        wanted.set_memory_mib(js.task().memory_mib());
+        wanted.set_gpu_milli(1000);
         if (j.status().state() != v1::PENDING || j.status().infeasible() || !one_gpu ||
-            !InSubtree(q, js.queue()) || !fits_path(js.queue(), 1000)) {
+            !InSubtree(q, js.queue()) || !fits_path(js.queue(), 1000) ||
+            !WithinGuaranteeWith(held[q], wanted, spec.guarantee())) {
           continue;
         }
         if (queue_specs_.at(js.queue()).queueing() == v1::STRICT_FIFO && head[js.queue()] != &j)
@@ -553,8 +592,16 @@ Result Checker::GuaranteeReclaimedInTime(const Snapshot& s, int64_t now_us) {
               victim.spec().task().gpu_count() != 1 || victim.status().placements_size() == 0) {
             continue;
           }
-          const int64_t victim_milli = 1000LL * victim.status().placements_size();
-          if (held[r].gpu_milli() - victim_milli < rspec.guarantee().gpu_milli()) continue;
+          // Every queue from the victim's leaf up to R gives it back keeping its guarantee.
+          const v1::Resources amount = HeldByJob(victim);
+          bool gives_back = true;
+          for (std::string p = victim.spec().queue(); gives_back;) {
+            gives_back = KeepsGuaranteeWithout(held[p], amount, queue_specs_.at(p).guarantee());
+            const size_t slash = p.rfind('/');
+            if (slash == std::string::npos) break;
+            p = p.substr(0, slash);
+          }
+          if (!gives_back) continue;
           bool plain = true;
           for (const v1::TaskPlacement& p : victim.status().placements()) {
             const v1::Node* node = nodes.count(p.node()) ? nodes[p.node()] : nullptr;

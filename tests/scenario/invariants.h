@@ -17,8 +17,9 @@
 //   borrowing_limits_honoured           ... and at most guarantee + borrowing limit
 //   pending_job_has_reason              a PENDING job always says why
 //   guarantee_reclaimed_in_time         a queue below its guarantee, with a pending 1-GPU job
-//                                       and a preemptible victim in a queue above its own, gets
-//                                       the GPU back within min_runtime + cooldown + grace
+//                                       and a preemptible victim in a queue above its own (in
+//                                       every resource the guarantees name), gets the GPU back
+//                                       within min_runtime + cooldown + grace
 //   fitting_job_starts_on_idle_cluster  (settled) nothing runs, yet a feasible job is pending
 //   every_job_finishes                  (at the end) every job ended or is marked infeasible
 #pragma once

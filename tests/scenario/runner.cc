@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <random>
@@ -51,7 +52,7 @@ constexpr int kMaxWakeupsPerStep = 500;
 class Play {
  public:
   Play(const Scenario& scenario, const RunOptions& run)
-      : scenario_(scenario), checker_(scenario, run.skipped_invariants) {
+      : scenario_(scenario), checker_(scenario, run.skipped_invariants), trace_(run.trace) {
     options_.store.path = dir_.File("tessera.db");
     options_.store.durable = false;
     options_.default_queue = "";
@@ -113,8 +114,18 @@ class Play {
     ++result_.checks;
     Snapshot snapshot;
     if (auto v = checker_.Read(*scheduler_, snapshot)) return Fail(*v);
+    if (trace_) Trace(snapshot);
     if (auto v = checker_.CheckStep(snapshot, Now())) return Fail(*v);
     return true;
+  }
+
+  void Trace(const Snapshot& snapshot) const {
+    for (const v1::Event& e : snapshot.new_events) {
+      std::cout << "t=" << (e.time_us() - start_us_) / 1000 << " ms (" << e.time_us() << ") #"
+                << e.seq() << " " << v1::EventKind_Name(e.kind()) << " job " << e.job_id() << " "
+                << v1::JobState_Name(e.from_state()) << " -> " << v1::JobState_Name(e.to_state())
+                << " " << e.node() << ": " << e.reason() << "\n";
+    }
   }
 
   // Moves time to `target_us`, stopping and checking at each moment the scheduler has work.
@@ -239,6 +250,7 @@ class Play {
   std::shared_ptr<ManualClock> clock_;
   std::unique_ptr<Scheduler> scheduler_;
   Checker checker_;
+  const bool trace_;
   std::map<std::string, uint64_t> ids_;
   std::ostringstream rejections_;
   RunResult result_;

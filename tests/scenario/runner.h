@@ -35,6 +35,7 @@ struct RunOptions {
   Clocking clocking = Clocking::kVirtual;
   std::set<std::string> skipped_invariants;  // see Checker
   std::chrono::seconds timeout{8};           // RunIsolated: longer is a hang
+  bool trace = false;                        // print every event as the checker reads it
 };
 
 RunResult RunScenario(const Scenario& scenario, const RunOptions& options = {});

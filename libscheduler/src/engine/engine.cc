@@ -140,7 +140,7 @@ void Engine::InventoryUpdated() {
     job->infeasible = false;
     job->reason.clear();
     AddPending(*job);
-    Persist(*job, MakeEvent(*job, job->state, "feasible with the new inventory"));
+    Persist(*job, MakeUpdateEvent(*job, "feasible with the new inventory"));
   }
   capacity_freed_ = true;
   host_.RequestDecisions();

@@ -155,7 +155,9 @@ class Engine final : public ExecutorEvents {
   void ReleaseTask(JobRecord& job, PlacedTask& task);
   // Launches the tasks with indices first_task .. first_task + tasks - 1 (one placement's).
   void Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_t tasks);
-  void MaybeFinish(JobRecord& job);
+  // Ends `job` (or requeues it, when preempted) once no task of it is live. Returns true when
+  // it did, having written the job's status; `job` may then be gone.
+  bool MaybeFinish(JobRecord& job);
   void Requeue(JobRecord& job, const std::string& reason);
   void StopTasks(JobRecord& job);
   v1::JobStatus BuildStatus(const JobRecord& job) const;

@@ -236,7 +236,9 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   job.reason.clear();
   const uint64_t id = job.id;
   const int32_t attempt = job.attempt;
-  Persist(job, MakeEvent(job, from, std::string_view(reason, static_cast<size_t>(length))),
+  // More tasks of a job that has started change no state: a JOB_UPDATED (a resize).
+  const std::string_view what(reason, static_cast<size_t>(length));
+  Persist(job, first_start ? MakeEvent(job, from, what) : MakeUpdateEvent(job, what),
           [this, id, attempt, first_task, placed](const Status&) {
             Launch(id, attempt, first_task, placed);
           });

@@ -15,7 +15,7 @@ void Engine::GrowElastic() {
   for (uint64_t id : elastic_jobs_) {
     JobRecord* job = FindJob(id);
     if (job && job->state == v1::RUNNING && !job->preempting && !job->cancel_requested &&
-        !job->failing && job->LiveTasks() < job->wanted_tasks) {
+        !job->failing && !job->TaskEndedByItself() && job->LiveTasks() < job->wanted_tasks) {
       growing.push_back(job);
     }
   }

@@ -79,8 +79,12 @@ void Engine::AddPending(JobRecord& job) {
 
 void Engine::RemovePending(JobRecord& job) {
   if (!job.in_pending) return;
+  const bool was_blocked = queues_.IsBlocked(job.queue);
   queues_.RemovePending(job.queue, job.key);
   job.in_pending = false;
+  // The head of a blocked queue left (a cancel, say): the queue is unblocked, and its new head
+  // gets a decision now rather than at the next release.
+  if (was_blocked && !queues_.IsBlocked(job.queue)) host_.RequestDecisions();
 }
 
 void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
@@ -207,14 +211,14 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     job.reason = *why;
     infeasible_jobs_.insert(job.id);
     if (!stored_infeasible || status.reason() != *why) {
-      Persist(job, MakeEvent(job, job.state, "infeasible: " + *why));
+      Persist(job, MakeUpdateEvent(job, "infeasible: " + *why));
     }
     return;
   }
   // The shapes of the jobs taken on are the workload a learning scorer keeps room for.
   placer_.Observe(job.shape, job.wanted_tasks);
   AddPending(job);
-  if (stored_infeasible) Persist(job, MakeEvent(job, job.state, "feasible now"));
+  if (stored_infeasible) Persist(job, MakeUpdateEvent(job, "feasible now"));
 }
 
 void Engine::Requeue(JobRecord& job, const std::string& reason) {
@@ -344,7 +348,9 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
   }
   task->exit_code = exit_code;
   ReleaseTask(*job, *task);
-  if (task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0) {
+  const bool shrunk =
+      task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0;
+  if (shrunk) {
     // A task stopped to shrink the job: the job runs on with fewer, and the store says so.
     Persist(*job, MakeUpdateEvent(*job, "task " + std::to_string(ref.task) + " stopped"));
   }
@@ -354,14 +360,18 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
         "task " + std::to_string(ref.task) + " exited with code " + std::to_string(exit_code);
     StopTasks(*job);
   }
-  MaybeFinish(*job);
+  if (!MaybeFinish(*job) && !shrunk) {
+    // The job goes on (other tasks run, or are stopping): the stored status shows this task
+    // exited, so that what the API shows holding GPUs is what the queue is charged for.
+    Persist(*job, std::vector<SerializedEvent>{});
+  }
 }
 
-void Engine::MaybeFinish(JobRecord& job) {
-  if (job.LiveTasks() > 0) return;
+bool Engine::MaybeFinish(JobRecord& job) {
+  if (job.LiveTasks() > 0) return false;
   if (job.preempting && !job.cancel_requested) {
     RequeuePreempted(job);
-    return;
+    return true;
   }
   v1::JobState end;
   if (job.cancel_requested) {
@@ -370,7 +380,7 @@ void Engine::MaybeFinish(JobRecord& job) {
   } else if (job.failing) {
     end = v1::FAILED;
   } else if (job.PlacedTasks() == 0 || job.in_pending) {
-    return;  // not started, or required tasks still to place.
+    return false;  // not started, or required tasks still to place.
   } else {
     end = v1::SUCCEEDED;
     job.reason.clear();
@@ -385,6 +395,7 @@ void Engine::MaybeFinish(JobRecord& job) {
   Persist(job, MakeEvent(job, from, job.reason));
   ++finished_;
   jobs_.erase(job.id);
+  return true;
 }
 
 void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)> done) {
@@ -425,7 +436,7 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
     jobs_.erase(id);
   } else {
     job->reason = "cancel requested; stopping tasks";
-    Persist(*job, MakeEvent(*job, job->state, job->reason), reply(BuildStatus(*job)));
+    Persist(*job, MakeUpdateEvent(*job, job->reason), reply(BuildStatus(*job)));
     StopTasks(*job);
     MaybeFinish(*job);
   }

@@ -134,7 +134,13 @@ bool Engine::TryPreempt(JobRecord& job) {
       }
       return it->second;
     }
-    const bool by_priority = v.key.priority < job.key.priority;
+    // A lower priority gives way inside its own queue, and in another queue only as far as that
+    // queue keeps its guarantee without the victim: what a queue holds within its guarantee
+    // would be reclaimed from the preemptor's queue at once, and the two would take turns
+    // preempting each other for ever.
+    const bool by_priority =
+        v.key.priority < job.key.priority &&
+        (v.queue == job.queue || queues_.MayReclaimFrom(v.queue, job.queue, v.allocated));
     const bool by_reclaim = reclaim && queues_.MayReclaimFrom(v.queue, *claimant, v.allocated);
     if (!by_priority && !by_reclaim) return it->second;
     if (!preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
@@ -276,7 +282,7 @@ void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
   RemovePending(job);
   job.awaiting_victims = true;
   incoming_[job.queue] += job.shape.RequestVector() * min_tasks;
-  reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held)});
+  reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held), job.shape});
   job.reserved_start_us = now + grace_us;
   job.reason = std::move(reason);
   Persist(job, MakeUpdateEvent(job, job.reason));

@@ -94,6 +94,14 @@ struct JobRecord {
     return live;
   }
   int PlacedTasks() const { return static_cast<int>(tasks.size()); }
+  // A task ended by itself (not stopped by the scheduler): the job's work is done, it is
+  // finishing, and an elastic job does not grow again (a new task would start the work over).
+  bool TaskEndedByItself() const {
+    for (const PlacedTask& t : tasks) {
+      if (t.exited && !t.stopping) return true;
+    }
+    return false;
+  }
   // When the job will have ended at the latest, if it has a time limit and has started.
   std::optional<TimestampUs> EndsBy() const {
     if (time_limit_us <= 0 || start_time_us == 0) return std::nullopt;

@@ -88,6 +88,10 @@ bool ReservationFilter::Accept(const NodeState& node, const TaskShape& shape) co
       if ((!ends_by_ || *ends_by_ > r->start_us) && !LeavesRoomFor(*r, node, shape)) return false;
       continue;
     }
+    // A holder waiting for a share of a GPU needs the room on the GPU its victims free (a
+    // vGPU's type, a fraction's device): a GPU task placed meanwhile would take it there,
+    // counted room or not (a requeued victim came straight back, so the holder never fit).
+    if (r->shape.fractional_gpu() && shape.needs_gpu()) return false;
     const size_t i = static_cast<size_t>(std::find(r->nodes.begin(), r->nodes.end(), node.id()) -
                                          r->nodes.begin());
     held += r->held[i];

@@ -36,8 +36,8 @@ struct Reservation {
   // Empty: the whole nodes are held (backfill). Otherwise the capacity held on each node of
   // `nodes`, in the same order (preemption).
   std::vector<ResourceVector> held;
-  // Backfill only: the holder's task shape, and how many of its tasks go to each of `nodes`
-  // (same order); empty: the nodes are held whole against any job that would still run.
+  // The holder's task shape; backfill only: how many of its tasks go to each of `nodes` (same
+  // order); empty: the nodes are held whole against any job that would still run.
   TaskShape shape;
   std::vector<int> tasks;
 
