@@ -366,7 +366,7 @@ void SchedulerImpl::WaitIdle() {
 }
 
 std::optional<TimestampUs> SchedulerImpl::NextWakeupUs() {
-  return Call<std::optional<TimestampUs>>([this] { return engine_->timers().NextDeadline(); });
+  return Call<std::optional<TimestampUs>>([this] { return engine_->timers().NextWakeup(); });
 }
 
 // --- EngineHost ---------------------------------------------------------------------------------
