@@ -348,10 +348,11 @@ void SchedulerImpl::WaitIdle() {
     bool backend_busy = false;
     const bool engine_busy = Call<bool>([this, &backend_busy] {
       const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
-      const int64_t other_tasks = posted_.load() - 1;  // all but this one.
       // Calls still running in a backend plugin will report back to the strand, and so will a
       // plugin restart under way. (The executor is read here: a restart swaps it on the strand.)
+      // Read before the queued tasks: a call that ends in between has posted its report by then.
       backend_busy = executor_->Busy() || (restarter_ && restarter_->Busy());
+      const int64_t other_tasks = posted_.load() - 1;  // all but this one.
       return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
              (next && *next <= clock_->NowUs());
     });
