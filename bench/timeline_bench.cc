@@ -183,8 +183,7 @@ StatusOr<Json> RunOnce(const TimelineFlags& flags, const Files& files, const Wor
   replay_options.progress_label = "timeline run " + std::to_string(run);
   std::ofstream log_file;
   std::optional<DecisionLog> log;
-  const std::string log_path =
-      DecisionLogPath(flags.decision_log, run, flags.common.repeat);
+  const std::string log_path = DecisionLogPath(flags.decision_log, run, flags.common.repeat);
   if (!flags.decision_log.empty()) {
     log_file.open(log_path, std::ios::trunc);
     log.emplace(log_file, kEpochUs);

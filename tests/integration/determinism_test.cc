@@ -82,16 +82,16 @@ Options ScenarioOptions(Backend backend) {
 struct Outcome {
   std::string log;   // every event, then every job's final status.
   std::string jobs;  // every job's final status alone: the outcome without the order of events.
-  TimestampUs makespan_us = 0;      // the driver's clock when NextWakeupUs said nothing is left.
-  TimestampUs last_end_us = 0;      // the latest end_time_us of any job.
+  TimestampUs makespan_us = 0;  // the driver's clock when NextWakeupUs said nothing is left.
+  TimestampUs last_end_us = 0;  // the latest end_time_us of any job.
   bool all_finished = false;
   bool stuck = false;  // a wake-up in the past: the driver would loop.
 };
 
 std::string Describe(const v1::Event& e) {
   std::ostringstream out;
-  out << e.seq() << ' ' << e.time_us() << ' ' << v1::EventKind_Name(e.kind()) << " job="
-      << e.job_id() << ' ' << v1::JobState_Name(e.from_state()) << "->"
+  out << e.seq() << ' ' << e.time_us() << ' ' << v1::EventKind_Name(e.kind())
+      << " job=" << e.job_id() << ' ' << v1::JobState_Name(e.from_state()) << "->"
       << v1::JobState_Name(e.to_state()) << " queue=" << e.queue() << " node=" << e.node()
       << " attempt=" << e.attempt() << " reason=" << e.reason() << '\n';
   return out.str();
@@ -100,8 +100,9 @@ std::string Describe(const v1::Event& e) {
 std::string Describe(const v1::Job& job) {
   const v1::JobStatus& s = job.status();
   std::ostringstream out;
-  out << "job " << job.id() << ' ' << v1::JobState_Name(s.state()) << " submit=" << s.submit_time_us()
-      << " start=" << s.start_time_us() << " end=" << s.end_time_us() << " attempt=" << s.attempt()
+  out << "job " << job.id() << ' ' << v1::JobState_Name(s.state())
+      << " submit=" << s.submit_time_us() << " start=" << s.start_time_us()
+      << " end=" << s.end_time_us() << " attempt=" << s.attempt()
       << " preemptions=" << s.preemptions() << " reason=" << s.reason();
   for (const v1::TaskPlacement& p : s.placements()) {
     out << " [" << p.index() << ' ' << p.node() << " gpus=";

@@ -51,7 +51,8 @@ void Engine::ArmUsageRefresh(TimestampUs last_us) {
       1000, std::chrono::duration_cast<std::chrono::microseconds>(options_.fair_share.usage_refresh)
                 .count());
   const TimestampUs now = clock_.NowUs();
-  const TimestampUs next = last_us + period_us * (std::max<int64_t>(now - last_us, 0) / period_us + 1);
+  const TimestampUs next =
+      last_us + period_us * (std::max<int64_t>(now - last_us, 0) / period_us + 1);
   timers_.Schedule(
       next,
       [this, next] {

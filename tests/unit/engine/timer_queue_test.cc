@@ -84,7 +84,8 @@ TEST_CASE("timer queue: NextWakeup skips timers that no longer matter, which sti
   TimerQueue timers;
   bool limit_matters = true;
   int ran = 0;
-  timers.Schedule(10, [&] { ++ran; }, [&] { return limit_matters; });
+  timers.Schedule(
+      10, [&] { ++ran; }, [&] { return limit_matters; });
   timers.Schedule(20, [&] { ++ran; });
   const TimerQueue::TimerId cancelled = timers.Schedule(15, [&] { ++ran; });
   timers.Cancel(cancelled);
@@ -97,7 +98,8 @@ TEST_CASE("timer queue: NextWakeup skips timers that no longer matter, which sti
   CHECK_FALSE(timers.NextWakeup().has_value());
 
   // Only timers that no longer matter: nothing to wake for.
-  timers.Schedule(30, [&] { ++ran; }, [] { return false; });
+  timers.Schedule(
+      30, [&] { ++ran; }, [] { return false; });
   CHECK(timers.NextDeadline() == 30);
   CHECK_FALSE(timers.NextWakeup().has_value());
 }
