@@ -67,6 +67,8 @@ enum class Backend { kBuiltIn, kSimPlugin };
 
 Options ScenarioOptions(Backend backend) {
   Options options;
+  // Decayed usage: a periodic refresh timer, which must not outlive the last job as a wake-up.
+  options.fair_share.usage_half_life = std::chrono::seconds(600);
   if (backend == Backend::kBuiltIn) {
     options.simulated_cluster = Cluster();
   } else {
