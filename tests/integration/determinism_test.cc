@@ -87,7 +87,7 @@ struct Outcome {
   TimestampUs makespan_us = 0;  // the driver's clock when NextWakeupUs said nothing is left.
   TimestampUs last_end_us = 0;  // the latest end_time_us of any job.
   bool all_finished = false;
-  bool stuck = false;  // a wake-up in the past: the driver would loop.
+  bool stuck = false;  // the driver would loop: a wake-up in the past, or wake-ups for ever.
 };
 
 std::string Describe(const v1::Event& e) {
@@ -115,6 +115,8 @@ std::string Describe(const v1::Job& job) {
   return out.str();
 }
 
+constexpr size_t kMaxStepsPerJob = 50;
+
 // Runs the inputs once in a fresh store, as docs/embedding.md tells an embedder to.
 Outcome Run(Backend backend, const std::vector<Input>& inputs) {
   auto t = Open(ScenarioOptions(backend));
@@ -126,6 +128,7 @@ Outcome Run(Backend backend, const std::vector<Input>& inputs) {
   std::vector<uint64_t> ids;
   Outcome outcome;
   size_t next_input = 0;
+  size_t steps = 0;
   while (true) {
     while (next_input < inputs.size() && start + inputs[next_input].at <= t.clock->NowUs()) {
       ids.push_back(MustSubmit(s, inputs[next_input].spec).id());
@@ -138,7 +141,9 @@ Outcome Run(Backend backend, const std::vector<Input>& inputs) {
       wake = wake ? std::min(*wake, input_at) : input_at;
     }
     if (!wake) break;
-    if (*wake <= t.clock->NowUs()) {
+    // A wake-up in the past would loop on one instant; far more steps than the jobs need mean
+    // wake-ups that never end (a periodic timer reported for ever).
+    if (*wake <= t.clock->NowUs() || ++steps > kMaxStepsPerJob * inputs.size()) {
       outcome.stuck = true;
       break;
     }
