@@ -167,4 +167,8 @@ int64_t FileBytes(const std::string& path) {
   return ec ? 0 : static_cast<int64_t>(size);
 }
 
+std::string DecisionLogPath(const std::string& path, int run, int repeat) {
+  return repeat == 1 ? path : path + "." + std::to_string(run);
+}
+
 }  // namespace tessera::bench

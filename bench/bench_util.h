@@ -71,6 +71,9 @@ void PrintTable(const Json& result, const std::vector<std::string>& fields);
 // A progress line on stderr, prefixed with the benchmark name and seconds since start.
 void Progress(const std::string& message);
 
+// Where run `run` of `repeat` writes a --decision-log: `path` for a single run, else path.run.
+std::string DecisionLogPath(const std::string& path, int run, int repeat);
+
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class ScratchDir {
  public:

@@ -24,6 +24,10 @@ struct DecideFlags {
   // Where job state goes: "memory" (an in-memory store: decisions, not fsync), "file" (a SQLite
   // file in a temporary directory, no fsync) or "durable" (a file, fsync per commit, as churn).
   std::string store = "memory";
+  // When set, every placement goes to this file (decision_log.h; with --repeat, one file per
+  // run, PATH.1, PATH.2, ...) and the run uses a ManualClock, so that a decision pass is not cut
+  // by slices of real time and the placements repeat exactly: compare two builds with cmp.
+  std::string decision_log;
 };
 int RunDecide(const DecideFlags& flags);
 // One decide run (numbered `run` in progress output): its result line, not printed.
@@ -88,6 +92,7 @@ struct TimelineFlags {
   double time_scale = 1;             // divide arrival times by this (runtimes unchanged).
   double cluster_scale = 1;          // keep this share of each node shape (at least one node).
   int max_reservations = -1;         // EngineOptions::max_reservations; -1 = library default.
+  std::string decision_log;          // every placement to this file (as DecideFlags).
 };
 int RunTimeline(const TimelineFlags& flags);
 

@@ -8,6 +8,7 @@
 // (allocator slack and SQLite's page cache are included).
 #include <cmath>
 #include <condition_variable>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 
 #include "bench_util.h"
 #include "benchmarks.h"
+#include "decision_log.h"
 #include "mixed_gpu_cluster.h"
 #include "tessera/scheduler.h"
 
@@ -160,6 +162,10 @@ StatusOr<Json> RunDecideOnce(const DecideFlags& flags, int run) {
   }
   options.engine.start_paused = true;
   options.default_queue.clear();  // only the benchmark's hierarchy.
+  // A decision log needs the placements to repeat exactly: in virtual time a pass runs to its
+  // end instead of yielding after each slice of real time.
+  const bool log_decisions = !flags.decision_log.empty();
+  if (log_decisions) options.clock = std::make_shared<ManualClock>();
   options.simulated_cluster = MixedGpuCluster(flags.nodes);
   if (flags.strategy == "binpack")
     options.placement.strategy = PlacementOptions::Strategy::kBinpack;
@@ -197,6 +203,16 @@ StatusOr<Json> RunDecideOnce(const DecideFlags& flags, int run) {
   scheduler->WaitIdle();
   const double wall_s = decide_timer.Seconds();
   const v1::SchedulerStats after = scheduler->GetStats();
+  if (log_decisions) {
+    const std::string path = DecisionLogPath(flags.decision_log, run, flags.common.repeat);
+    std::ofstream file(path, std::ios::trunc);
+    DecisionLog log(file, options.clock->NowUs());
+    TESSERA_RETURN_IF_ERROR(log.Update(*scheduler));
+    file.close();
+    if (!file) return InternalError("decide: could not write the decision log " + path);
+    Progress("decide run " + std::to_string(run) + ": " + std::to_string(log.lines()) +
+             " placements written to " + path);
+  }
 
   const int64_t decisions = after.decisions() - before.decisions();
   const int64_t placements = after.placements() - before.placements();

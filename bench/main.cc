@@ -71,6 +71,9 @@ int Main(int argc, char** argv) {
   decide_cmd->add_option("--store", decide.store, "job state: memory, file (no fsync) or durable")
       ->capture_default_str()
       ->check(CLI::IsMember({"memory", "file", "durable"}));
+  decide_cmd->add_option("--decision-log", decide.decision_log,
+                         "write every placement to this file (virtual time; compare builds "
+                         "with cmp)");
 
   SubmitFlags submit;
   CLI::App* submit_cmd =
@@ -155,6 +158,8 @@ int Main(int argc, char** argv) {
                    "EngineOptions::max_reservations (0: no reservations; -1: library default)")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1000000));
+  timeline_cmd->add_option("--decision-log", timeline.decision_log,
+                           "write every placement to this file (compare builds with cmp)");
 
   ChurnFlags churn;
   CLI::App* churn_cmd = app.add_subcommand(

@@ -22,10 +22,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -179,10 +181,24 @@ StatusOr<Json> RunOnce(const TimelineFlags& flags, const Files& files, const Wor
   ReplayOptions replay_options;
   replay_options.epoch_us = kEpochUs;
   replay_options.progress_label = "timeline run " + std::to_string(run);
+  std::ofstream log_file;
+  std::optional<DecisionLog> log;
+  const std::string log_path = DecisionLogPath(flags.decision_log, run, flags.common.repeat);
+  if (!flags.decision_log.empty()) {
+    log_file.open(log_path, std::ios::trunc);
+    log.emplace(log_file, kEpochUs);
+    replay_options.decision_log = &*log;
+  }
   TESSERA_ASSIGN_OR_RETURN(ReplayResult replay,
                            ReplayTrace(*scheduler, *clock, workload.jobs, replay_options));
   const v1::SchedulerStats stats = scheduler->GetStats();
   scheduler.reset();
+  if (log) {
+    log_file.close();
+    if (!log_file) return InternalError("timeline: could not write the decision log " + log_path);
+    Progress("timeline run " + std::to_string(run) + ": " + std::to_string(log->lines()) +
+             " placements written to " + log_path);
+  }
   if (replay.submit_failures > 0) {
     std::cerr << "timeline: " << replay.submit_failures
               << " submits failed; first: " << replay.first_submit_error << '\n';

@@ -121,8 +121,11 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
     size_t due = next;
     while (due < jobs.size() && options.epoch_us + jobs[due].submit_offset_us <= now) ++due;
     if (due > next) {
+      scheduler.WaitIdle();  // what the clock's move set off comes first.
       Stopwatch submit;
+      scheduler.PauseDecisions();
       SubmitBatch(scheduler, jobs, next, due, &result);
+      scheduler.ResumeDecisions();
       result.submit_wall_s += submit.Seconds();
       next = due;
     }
@@ -130,6 +133,7 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
     scheduler.WaitIdle();
     result.idle_wall_s += idle.Seconds();
     ++result.steps;
+    if (options.decision_log) TESSERA_RETURN_IF_ERROR(options.decision_log->Update(scheduler));
 
     Stopwatch sample;
     TESSERA_ASSIGN_OR_RETURN(std::vector<v1::Queue> queues, scheduler.ListQueues());

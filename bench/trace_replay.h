@@ -6,7 +6,10 @@
 // runs for its spec's simulation.duration_ms of virtual time. The driver submits each job when
 // the clock reaches its arrival, and otherwise jumps the clock straight to the next moment when
 // something happens, min(next arrival, Scheduler::NextWakeupUs()), calling WaitIdle() after
-// every move so that each step is deterministic. Idle virtual time costs nothing, so months of
+// every move so that each step is deterministic. The arrivals of one instant are submitted with
+// decisions paused, after what the clock's move set off has settled, so that the engine sees
+// them all at once however the store batches their commits: the same trace gives the same
+// decisions every run. Idle virtual time costs nothing, so months of
 // trace replay in seconds.
 //
 // Results come back through the public API only: job states and times from ListJobs, queue
@@ -19,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "decision_log.h"
 #include "tessera/clock.h"
 #include "tessera/options.h"
 #include "tessera/scheduler.h"
@@ -38,6 +42,8 @@ struct ReplayOptions {
   std::string progress_label;
   // Wall seconds between progress lines.
   double progress_every_s = 5;
+  // When set, every placement is written to it after the step that made it (decision_log.h).
+  DecisionLog* decision_log = nullptr;
 };
 
 // What became of one submitted job. Times are clock times (microseconds since the epoch of the

@@ -159,7 +159,8 @@ TESSERA_EXPORT std::vector<PriorityClass> DefaultPriorityClasses();
 
 struct EngineOptions {
   // Longest a decision pass holds the decision strand before yielding to other events.
-  // Longer passes decide a burst faster; shorter ones keep event latency low.
+  // Longer passes decide a burst faster; shorter ones keep event latency low. On a clock that is
+  // not real time a pass runs to its end, so that the same inputs give the same decisions.
   std::chrono::microseconds decision_slice{5000};
 
   // Open with decisions paused until Scheduler::ResumeDecisions (benchmarks, staged start-up).

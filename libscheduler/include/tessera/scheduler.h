@@ -174,9 +174,10 @@ class TESSERA_EXPORT Scheduler {
   virtual void WaitIdle() = 0;
 
   // The earliest clock time at which the scheduler has something to do (a simulated task
-  // ending, a retry, a periodic refresh), or nullopt when nothing is scheduled. A simulation
-  // drives a ManualClock by advancing it to min(next arrival, NextWakeupUs()) and calling
-  // WaitIdle(), skipping the idle time in between.
+  // ending, a time limit, a reservation or preemption to revisit, a retry, a usage refresh while
+  // jobs wait), or nullopt when nothing is left to do. A simulation drives a ManualClock by
+  // advancing it to min(next arrival, NextWakeupUs()) and calling WaitIdle(), skipping the idle
+  // time in between; once every job has ended it gets nullopt (docs/embedding.md).
   virtual std::optional<TimestampUs> NextWakeupUs() = 0;
 };
 

@@ -327,7 +327,11 @@ void SchedulerImpl::RequestDecisions() {
 
 void SchedulerImpl::RunDecisionPass() {
   decisions_posted_ = false;
-  const auto deadline = std::chrono::steady_clock::now() + options_.engine.decision_slice;
+  // On a virtual clock a pass runs to its end: where a slice of real time would cut it depends
+  // on the machine, and so would the decisions and events that follow.
+  const auto deadline = clock_->IsRealTime()
+                            ? std::chrono::steady_clock::now() + options_.engine.decision_slice
+                            : std::chrono::steady_clock::time_point::max();
   if (engine_->RunDecisions(deadline)) RequestDecisions();
 }
 
@@ -374,11 +378,12 @@ void SchedulerImpl::WaitIdle() {
     const bool engine_busy = Call<bool>(
         [this, &backend_busy] {
           const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
-          const int64_t other_tasks = posted_.load() - 1;  // all but this one.
-          // Calls still running in a backend plugin will report back to the strand, and so will a
-          // plugin restart under way. (The executor is read here: a restart swaps it on the
-          // strand.)
+          // Calls still running in a backend plugin will report back to the strand, and so will
+          // a plugin restart under way. (The executor is read here: a restart swaps it on the
+          // strand.) Read before the queued tasks: a call that ends in between has posted its
+          // report by then.
           backend_busy = executor_->Busy() || (restarter_ && restarter_->Busy());
+          const int64_t other_tasks = posted_.load() - 1;  // all but this one.
           return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
                  (next && *next <= clock_->NowUs());
         },
@@ -394,7 +399,7 @@ void SchedulerImpl::WaitIdle() {
 }
 
 std::optional<TimestampUs> SchedulerImpl::NextWakeupUs() {
-  return Call<std::optional<TimestampUs>>([this] { return engine_->timers().NextDeadline(); },
+  return Call<std::optional<TimestampUs>>([this] { return engine_->timers().NextWakeup(); },
                                           std::nullopt);
 }
 
@@ -433,6 +438,28 @@ void SchedulerImpl::FlushPersists() {
   }
   batch->swap(gathered_persists_);
   const TimestampUs now = clock_->NowUs();
+  // The callbacks run on the strand, in order; the updates are freed there too (on the thread
+  // that allocated them) and the emptied buffer is kept for reuse. An event that concerns no
+  // job is not retried (the engine keeps nothing waiting on it).
+  auto after_commit = [this, batch](const Status& status) {
+    for (PendingPersist& p : *batch) {
+      if (status.ok()) {
+        if (p.durable) p.durable(status);
+      } else if (p.update.job_id != 0) {
+        engine_->PersistFailed(status, std::move(p.update), std::move(p.durable));
+      }
+    }
+    batch->clear();
+    if (spare_persist_buffers_.size() < kMaxSparePersistBuffers) {
+      spare_persist_buffers_.push_back(std::move(*batch));
+    }
+  };
+  // On a virtual clock the strand waits for the commit and then queues what follows it itself,
+  // so that launches and their reports come at a point fixed by the strand's order rather than
+  // by when the store thread finishes: the same inputs give the same event log. On the real
+  // clock the strand goes on deciding while the store commits.
+  const bool wait_for_commit = !clock_->IsRealTime();
+  auto committed = wait_for_commit ? std::make_shared<Waiter<Status>>() : nullptr;
   store_->Write(
       [batch, now](store::WriteTransaction& t) -> Status {
         std::vector<store::WriteTransaction::EventRow> events;
@@ -449,25 +476,19 @@ void SchedulerImpl::FlushPersists() {
         }
         return t.AppendSerializedEvents(events);
       },
-      // The callbacks run on the strand, in order; the updates are freed there too (on the
-      // thread that allocated them) and the emptied buffer is kept for reuse. An event that
-      // concerns no job is not retried (the engine keeps nothing waiting on it).
-      [this, batch](const Status& status) {
-        Post([this, batch, status] {
-          for (PendingPersist& p : *batch) {
-            if (status.ok()) {
-              if (p.durable) p.durable(status);
-            } else if (p.update.job_id != 0) {
-              engine_->PersistFailed(status, std::move(p.update), std::move(p.durable));
-            }
-          }
-          batch->clear();
-          if (spare_persist_buffers_.size() < kMaxSparePersistBuffers) {
-            spare_persist_buffers_.push_back(std::move(*batch));
-          }
-        });
+      [this, after_commit, committed](const Status& status) {
+        if (committed) {
+          committed->Set(status);
+        } else {
+          Post([after_commit, status] { after_commit(status); });
+        }
       },
       store::WriteKind::kTransition);
+  if (committed) {
+    // Posted from here rather than run here: a flush may come from inside the engine (Persist,
+    // when many writes have gathered), which must not be re-entered.
+    Post([after_commit, status = committed->Wait()] { after_commit(status); });
+  }
 }
 
 void SchedulerImpl::InventoryChanged(std::shared_ptr<const FeasibilityChecker> feasibility) {

@@ -39,19 +39,28 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
       [this](NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) {
         TasksEndingBy(node, by, out);
       });
-  if (options.fair_share.usage_half_life.count() > 0) ArmUsageRefresh();
+  if (options.fair_share.usage_half_life.count() > 0) ArmUsageRefresh(clock_.NowUs());
 }
 
-// Decayed usage changes with time alone, so the queue order is refreshed periodically.
-void Engine::ArmUsageRefresh() {
+// Decayed usage changes with time alone, so the queue order is refreshed periodically, at
+// `last_us` + k periods whenever the clock passed them: a virtual-time driver that skips ticks
+// while no job waits (the refresh orders only pending jobs, so NextWakeup ignores it then)
+// keeps the same phase as one that stops at every tick.
+void Engine::ArmUsageRefresh(TimestampUs last_us) {
   const int64_t period_us = std::max<int64_t>(
       1000, std::chrono::duration_cast<std::chrono::microseconds>(options_.fair_share.usage_refresh)
                 .count());
-  timers_.Schedule(clock_.NowUs() + period_us, [this] {
-    queues_.RefreshUsage(clock_.NowUs());
-    host_.RequestDecisions();
-    ArmUsageRefresh();
-  });
+  const TimestampUs now = clock_.NowUs();
+  const TimestampUs next =
+      last_us + period_us * (std::max<int64_t>(now - last_us, 0) / period_us + 1);
+  timers_.Schedule(
+      next,
+      [this, next] {
+        queues_.RefreshUsage(clock_.NowUs());
+        host_.RequestDecisions();
+        ArmUsageRefresh(next);
+      },
+      [this] { return pending_jobs_ > 0; });
 }
 
 Engine::~Engine() = default;

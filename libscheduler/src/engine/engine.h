@@ -186,7 +186,7 @@ class Engine final : public ExecutorEvents {
   std::optional<std::string> CheckFeasible(const JobRecord& job) const;
   void InventoryUpdated();
 
-  void ArmUsageRefresh();
+  void ArmUsageRefresh(TimestampUs last_us);
   bool QueueHoldsJobs(QueueId q) const;
   // Moves `job` to `state`, keeping the pending and running counts.
   void SetState(JobRecord& job, v1::JobState state);
@@ -233,6 +233,8 @@ class Engine final : public ExecutorEvents {
   // Appends the live tasks on `node` expected to have ended by `by` (ReservationFilter asks).
   void TasksEndingBy(NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) const;
   void OnReservationDue(uint64_t job_id, TimestampUs start_us);
+  // Whether the reservation-due timer for (job_id, start_us) would still act.
+  bool ReservationStillDue(uint64_t job_id, TimestampUs start_us) const;
   void ArmTimeLimit(JobRecord& job);
 
   // engine_preemption.cc

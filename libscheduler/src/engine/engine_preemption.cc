@@ -289,7 +289,9 @@ void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
   const uint64_t id = job.id;
   const TimestampUs start = job.reserved_start_us;
   // Victims that ignore their notice are killed after the grace period; allow for that.
-  timers_.Schedule(start + 5'000'000, [this, id, start] { OnReservationDue(id, start); });
+  timers_.Schedule(
+      start + 5'000'000, [this, id, start] { OnReservationDue(id, start); },
+      [this, id, start] { return ReservationStillDue(id, start); });
 }
 
 void Engine::FinishWaitingForVictims(JobRecord& job) {
@@ -305,12 +307,16 @@ void Engine::FinishWaitingForVictims(JobRecord& job) {
 void Engine::ArmPreemptionRetry(TimestampUs at) {
   if (preemption_retry_at_ != 0 && preemption_retry_at_ <= at) return;
   preemption_retry_at_ = at;
-  timers_.Schedule(at, [this, at] {
-    if (preemption_retry_at_ != at) return;
-    preemption_retry_at_ = 0;
-    capacity_freed_ = true;  // blocked queues look again, and may preempt now.
-    host_.RequestDecisions();
-  });
+  timers_.Schedule(
+      at,
+      [this, at] {
+        if (preemption_retry_at_ != at) return;
+        preemption_retry_at_ = 0;
+        capacity_freed_ = true;  // blocked queues look again, and may preempt now.
+        host_.RequestDecisions();
+      },
+      // Looking again decides something only for a job that waits.
+      [this, at] { return preemption_retry_at_ == at && pending_jobs_ > 0; });
 }
 
 void Engine::Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption) {

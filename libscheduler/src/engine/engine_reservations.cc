@@ -112,8 +112,9 @@ void Engine::TryReserve(JobRecord& job) {
   }
   // If the estimate was wrong (jobs overran or ended early elsewhere), plan again.
   const TimestampUs start = plan->start_us;
-  timers_.Schedule(std::max(start, now) + 1'000'000,
-                   [this, id, start] { OnReservationDue(id, start); });
+  timers_.Schedule(
+      std::max(start, now) + 1'000'000, [this, id, start] { OnReservationDue(id, start); },
+      [this, id, start] { return ReservationStillDue(id, start); });
 }
 
 void Engine::TasksEndingBy(NodeIndexId node, TimestampUs by,
@@ -139,6 +140,11 @@ void Engine::DropReservation(JobRecord& job) {
   // The held nodes are open to everyone again.
   capacity_freed_ = true;
   host_.RequestDecisions();
+}
+
+bool Engine::ReservationStillDue(uint64_t job_id, TimestampUs start_us) const {
+  const Reservation* r = reservations_.Find(job_id);
+  return r != nullptr && r->start_us == start_us && jobs_.count(job_id) != 0;
 }
 
 void Engine::OnReservationDue(uint64_t job_id, TimestampUs start_us) {
@@ -167,9 +173,16 @@ void Engine::ArmTimeLimit(JobRecord& job) {
   if (job.time_limit_us <= 0) return;
   const uint64_t id = job.id;
   const int32_t attempt = job.attempt;
-  timers_.Schedule(job.start_time_us + job.time_limit_us, [this, id, attempt] {
+  // Whether the attempt still runs and the limit has not acted on it yet.
+  auto running = [this, id, attempt] {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return false;
+    const JobRecord& j = it->second;
+    return j.attempt == attempt && j.LiveTasks() > 0 && !j.failing;
+  };
+  timers_.Schedule(job.start_time_us + job.time_limit_us, [this, id, running] {
+    if (!running()) return;
     JobRecord* j = FindJob(id);
-    if (!j || j->attempt != attempt || j->LiveTasks() == 0 || j->failing) return;
     j->failing = true;
     j->reason = "time limit of " + std::to_string(j->time_limit_us / 1'000'000) + " s exceeded";
     StopTasks(*j);

@@ -4,9 +4,10 @@
 
 namespace tessera {
 
-TimerQueue::TimerId TimerQueue::Schedule(TimestampUs when, std::function<void()> callback) {
+TimerQueue::TimerId TimerQueue::Schedule(TimestampUs when, std::function<void()> callback,
+                                         std::function<bool()> matters) {
   TimerId id{when, next_seq_++};
-  heap_.push_back({id, std::move(callback)});
+  heap_.push_back({id, std::move(callback), std::move(matters)});
   std::push_heap(heap_.begin(), heap_.end(), Later);
   return id;
 }
@@ -55,6 +56,19 @@ int TimerQueue::RunDue(TimestampUs now) {
 std::optional<TimestampUs> TimerQueue::NextDeadline() const {
   if (heap_.empty()) return std::nullopt;
   return heap_.front().id.first;
+}
+
+std::optional<TimestampUs> TimerQueue::NextWakeup() const {
+  if (heap_.empty()) return std::nullopt;
+  const Entry& top = heap_.front();
+  if (!top.matters || top.matters()) return top.id.first;
+  std::optional<TimestampUs> next;
+  for (const Entry& e : heap_) {
+    if (next && e.id.first >= *next) continue;
+    if (cancelled_.count(e.id.second)) continue;
+    if (!e.matters || e.matters()) next = e.id.first;
+  }
+  return next;
 }
 
 }  // namespace tessera

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <set>
+#include <optional>
 
 #include "tessera/v1/plugin.pb.h"
 
@@ -77,9 +77,24 @@ struct PluginExecutor::Shared {
   std::mutex mu;
   bool closed = false;  // the executor is gone: drop whatever arrives.
 
-  // Strand only: asks the executor for a poll, and the times polls are already scheduled at.
+  // Strand only: asks the executor for a poll; and, on a virtual clock, the one timer that
+  // polls at the time the latest poll named (BackendEvents.next_event_us).
   std::function<void()> poll_hook;
-  std::set<int64_t> polls_scheduled;
+  std::optional<TimerQueue::TimerId> poll_timer;
+
+  // Strand only: the latest poll said the plugin next has something to report at `next_us`
+  // (0 = nothing). Polls answer in the order they were asked, so the latest one is right: a
+  // timer an earlier poll asked for (a task since stopped early, say) is no wake-up any more.
+  void PollAt(int64_t next_us, const std::shared_ptr<Shared>& self) {
+    if (poll_timer && poll_timer->first == next_us) return;
+    if (poll_timer) wiring.timers->Cancel(*poll_timer);
+    poll_timer.reset();
+    if (next_us <= 0) return;
+    poll_timer = wiring.timers->Schedule(next_us, [self] {
+      self->poll_timer.reset();
+      if (self->poll_hook) self->poll_hook();
+    });
+  }
 
   // Runs `fn` on the strand unless the executor is gone.
   void Post(std::function<void()> fn) {
@@ -286,7 +301,7 @@ void PluginExecutor::PostRequest(const std::string& what,
     if (on_failure) shared->Post(on_failure);
     return;
   }
-  const bool queued = worker_->Post(what, [shared, call, what, request = std::move(request), fail] {
+  const bool queued = Queue(what, [shared, call, what, request = std::move(request), fail] {
     StringSink error;
     const tessera_status code = (*call)(shared->instance, Bytes(request), &error.sink);
     if (code != TESSERA_OK) fail(CallError(shared->library->info(), what, code, error.bytes));
@@ -350,7 +365,7 @@ void PluginExecutor::ApplyMigLayout(const std::string& node, int gpu,
 void PluginExecutor::PostPoll() {
   if (unhealthy_ || library_->descriptor().tessera_plugin_on_poll_events == nullptr) return;
   std::shared_ptr<Shared> shared = shared_;
-  worker_->Post("on_poll_events", [shared] {
+  Queue("on_poll_events", [shared] {
     StringSink out, error;
     const tessera_status code = shared->library->descriptor().tessera_plugin_on_poll_events(
         shared->instance, &out.sink, &error.sink);
@@ -365,16 +380,18 @@ void PluginExecutor::PostPoll() {
     // On a virtual clock nothing else would poll at the time the plugin named: ask the
     // engine's timers to. (On the real clock the poller thread covers it.)
     const int64_t next = events.next_event_us();
-    if (next > 0 && !shared->wiring.clock->IsRealTime()) {
-      shared->Post([shared, next] {
-        if (!shared->polls_scheduled.insert(next).second) return;
-        shared->wiring.timers->Schedule(next, [shared, next] {
-          shared->polls_scheduled.erase(next);
-          if (shared->poll_hook) shared->poll_hook();
-        });
-      });
+    if (!shared->wiring.clock->IsRealTime()) {
+      shared->Post([shared, next] { shared->PollAt(next, shared); });
     }
   });
+}
+
+bool PluginExecutor::Queue(std::string what, PluginWorker::Call call) {
+  if (shared_->wiring.clock->IsRealTime()) return worker_->Post(std::move(what), std::move(call));
+  // In virtual time the strand waits for the call, so that what it reports reaches the strand
+  // at a point fixed by the strand's own order, not by thread timing: the same inputs then give
+  // the same decisions and the same event log.
+  return worker_->PostAndWait(std::move(what), std::move(call));
 }
 
 bool PluginExecutor::Busy() const { return worker_->InFlight() > 0; }
@@ -398,7 +415,7 @@ void PluginExecutor::PostTelemetry() {
     return;
   }
   std::shared_ptr<Shared> shared = shared_;
-  worker_->Post("on_telemetry", [shared] {
+  Queue("on_telemetry", [shared] {
     StringSink out, error;
     const tessera_status code = shared->library->descriptor().tessera_plugin_on_telemetry(
         shared->instance, &out.sink, &error.sink);

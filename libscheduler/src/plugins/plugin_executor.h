@@ -10,8 +10,13 @@
 // a virtual one); its readings go to the engine's GPU health policy.
 //
 // Polling: after every launch and stop, every poll_interval on the real clock, and, for a
-// plugin on a virtual clock, at the time its last poll said it next has something to report
-// (BackendEvents.next_event_us, through the engine's timers).
+// plugin on a virtual clock, at the time its latest poll said it next has something to report
+// (BackendEvents.next_event_us, through the engine's timers; one timer, moved by each poll).
+//
+// Virtual time: on a clock that is not real time, the strand waits for each call (within the
+// call deadline) instead of queuing it, so that the plugin's reports reach the engine at points
+// fixed by the strand's own order: the same inputs give the same decisions and event log. What
+// a plugin reports from threads of its own (emit_event) still arrives when it arrives.
 //
 // Health: a call that fails, hangs past its deadline, or returns bytes that do not parse marks
 // the plugin unhealthy once and for good (until the scheduler restarts it): Wiring::on_unhealthy
@@ -88,6 +93,9 @@ class PluginExecutor final : public Executor {
                    tessera_status (*const* call)(tessera_plugin_instance*, tessera_bytes,
                                                  tessera_sink*),
                    std::string request, std::function<void()> on_failure = nullptr);
+  // Hands `call` to the worker: queued on the real clock; on a virtual clock, queued and waited
+  // for (within the call deadline). False when it was not queued (the worker is hung).
+  bool Queue(std::string what, PluginWorker::Call call);
   void PostPoll();
   // Asks the plugin for GPU readings (on_telemetry, when it has one).
   void PostTelemetry();

@@ -136,6 +136,21 @@ Status PluginWorker::RunAndWait(std::string what, Call call) {
   return Status::Ok();
 }
 
+bool PluginWorker::PostAndWait(std::string what, Call call) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  if (!Post(std::move(what), [call = std::move(call), done] {
+        call();
+        done->set_value();
+      })) {
+    return false;
+  }
+  // As RunAndWait: the calls queued ahead have their deadlines too. A call that outlives the
+  // wait is the watchdog's to report.
+  finished.wait_for(state_->deadline * (1 + static_cast<int>(InFlight())));
+  return true;
+}
+
 size_t PluginWorker::InFlight() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   // A hung call no longer counts, but reporting the hang does: whoever waits for quiet must

@@ -35,6 +35,9 @@ class PluginWorker {
   // Runs `call` and waits for it to finish, at most the deadline.
   // Errors: UNAVAILABLE when it did not finish in time or the worker is hung.
   Status RunAndWait(std::string what, Call call);
+  // Queues `call` like Post, then waits until it has returned (at most the deadline, as
+  // RunAndWait). False when it was not queued; a call that outlives the wait is the watchdog's.
+  bool PostAndWait(std::string what, Call call);
 
   // Calls queued or running, not counting one that hung (but counting the report of the hang
   // while on_hung runs).

@@ -80,5 +80,29 @@ TEST_CASE("timer queue: a callback may cancel a timer due in the same pass") {
   CHECK(ran == std::vector<int>{1, 3});
 }
 
+TEST_CASE("timer queue: NextWakeup skips timers that no longer matter, which still run") {
+  TimerQueue timers;
+  bool limit_matters = true;
+  int ran = 0;
+  timers.Schedule(
+      10, [&] { ++ran; }, [&] { return limit_matters; });
+  timers.Schedule(20, [&] { ++ran; });
+  const TimerQueue::TimerId cancelled = timers.Schedule(15, [&] { ++ran; });
+  timers.Cancel(cancelled);
+  CHECK(timers.NextWakeup() == 10);
+  limit_matters = false;  // the job it would stop has ended.
+  CHECK(timers.NextDeadline() == 10);
+  CHECK(timers.NextWakeup() == 20);  // not the cancelled one at 15 either.
+  CHECK(timers.RunDue(20) == 2);     // the skipped one runs when the clock passes it.
+  CHECK(ran == 2);
+  CHECK_FALSE(timers.NextWakeup().has_value());
+
+  // Only timers that no longer matter: nothing to wake for.
+  timers.Schedule(
+      30, [&] { ++ran; }, [] { return false; });
+  CHECK(timers.NextDeadline() == 30);
+  CHECK_FALSE(timers.NextWakeup().has_value());
+}
+
 }  // namespace
 }  // namespace tessera
