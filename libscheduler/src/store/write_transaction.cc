@@ -146,6 +146,7 @@ StatusOr<uint64_t> WriteTransaction::AppendEvent(v1::Event& event) {
   TESSERA_ASSIGN_OR_RETURN(uint64_t appended, AppendSerializedEvent(event.time_us(), event.job_id(),
                                                                     event.SerializeAsString()));
   event.set_seq(seq);
+  event.set_time_us(last_event_time_us_);
   return appended;
 }
 
@@ -153,6 +154,7 @@ StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint
                                                            std::string_view payload) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertEvent));
   const uint64_t seq = next_event_seq_;
+  time_us = std::max(time_us, last_event_time_us_);
   s->BindInt(1, static_cast<int64_t>(seq));
   s->BindInt(2, time_us);
   if (job_id != 0) {
@@ -163,6 +165,7 @@ StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint
   s->BindBlobNoCopy(4, payload);
   TESSERA_RETURN_IF_ERROR(s->Run());
   ++next_event_seq_;
+  last_event_time_us_ = time_us;
   return seq;
 }
 
@@ -170,11 +173,13 @@ Status WriteTransaction::AppendSerializedEvents(const std::vector<EventRow>& row
   size_t next = 0;
   for (; next + kEventsPerInsert <= rows.size(); next += kEventsPerInsert) {
     TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(InsertEventsSql()));
+    int64_t time_us = last_event_time_us_;
     for (size_t i = 0; i < kEventsPerInsert; ++i) {
       const EventRow& row = rows[next + i];
       const int first = static_cast<int>(4 * i) + 1;
+      time_us = std::max(time_us, row.time_us);
       s->BindInt(first, static_cast<int64_t>(next_event_seq_ + i));
-      s->BindInt(first + 1, row.time_us);
+      s->BindInt(first + 1, time_us);
       if (row.job_id != 0) {
         s->BindInt(first + 2, static_cast<int64_t>(row.job_id));
       } else {
@@ -184,6 +189,7 @@ Status WriteTransaction::AppendSerializedEvents(const std::vector<EventRow>& row
     }
     TESSERA_RETURN_IF_ERROR(s->Run());
     next_event_seq_ += kEventsPerInsert;
+    last_event_time_us_ = time_us;
   }
   for (; next < rows.size(); ++next) {
     const EventRow& row = rows[next];
