@@ -24,8 +24,11 @@ const CachedSql kInsertEvent(
 const CachedSql kQueueExists("SELECT 1 FROM queues WHERE name = ?");
 // Children are named "<name>/..."; '0' is the character after '/'.
 const CachedSql kQueueShape(
-    "SELECT EXISTS (SELECT 1 FROM queues WHERE name = ?1), "
+    "SELECT (SELECT spec FROM queues WHERE name = ?1), "
     "EXISTS (SELECT 1 FROM queues WHERE name > ?2 AND name < ?3)");
+const CachedSql kCountPending(
+    "SELECT COUNT(*) FROM (SELECT 1 FROM jobs INDEXED BY jobs_pending_by_queue "
+    "WHERE queue = ? AND state = 1 LIMIT ?)");
 
 // Event rows per multi-row INSERT: enough to take most of the per-statement cost off each row.
 constexpr size_t kEventsPerInsert = 16;
@@ -223,8 +226,17 @@ StatusOr<WriteTransaction::QueueShape> WriteTransaction::GetQueueShape(const std
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   QueueShape shape;
   if (row) {
-    shape.exists = s->ColumnInt(0) != 0;
+    shape.exists = !s->ColumnIsNull(0);
     shape.has_children = s->ColumnInt(1) != 0;
+    if (shape.exists) {
+      const std::string_view blob = s->ColumnBlob(0);
+      v1::QueueSpec spec;
+      if (!spec.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
+        return db_.CountError(
+            FailedPreconditionError("store: corrupt queue record '" + name + "'"));
+      }
+      shape.max_pending_jobs = spec.max_pending_jobs();
+    }
   }
   // A handful at most in a batch; a batch naming many queues stops remembering more.
   if (queue_shapes_.size() < 64) queue_shapes_.emplace_back(name, shape);
@@ -236,6 +248,14 @@ StatusOr<int64_t> WriteTransaction::CountUnfinishedJobs(const std::string& queue
       StatementRef s, db_.Prepare(std::string("SELECT COUNT(*) FROM jobs WHERE queue = ? AND ") +
                                   kUnfinishedJobSql));
   s->BindText(1, queue);
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->ColumnInt(0) : 0;
+}
+
+StatusOr<int64_t> WriteTransaction::CountPendingJobs(const std::string& queue, int64_t up_to) {
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kCountPending));
+  s->BindText(1, queue);
+  s->BindInt(2, up_to);
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->ColumnInt(0) : 0;
 }

@@ -73,12 +73,15 @@ class WriteTransaction {
   struct QueueShape {
     bool exists = false;
     bool has_children = false;
+    int64_t max_pending_jobs = 0;  // the queue's QueueSpec::max_pending_jobs.
   };
   StatusOr<QueueShape> GetQueueShape(const std::string& name);
   // Whoever rolls back part of the transaction (to a savepoint) calls this: what was read
   // after the savepoint may be undone.
   void ForgetQueueShapes() { queue_shapes_.clear(); }
   StatusOr<int64_t> CountUnfinishedJobs(const std::string& queue);
+  // The PENDING jobs of leaf `queue`, counted up to `up_to` (the cost grows with the count).
+  StatusOr<int64_t> CountPendingJobs(const std::string& queue, int64_t up_to);
   Status PutQueue(const v1::QueueSpec& spec);
   Status DeleteQueue(const std::string& name);
 
