@@ -20,6 +20,20 @@ std::string FormatRate(double per_second) {
   return text;
 }
 
+// A refused submit. A queue's pending-jobs limit is a quota, not a full store: 429 with
+// Retry-After, like the submit rate (docs/daemon.md), where the rest of RESOURCE_EXHAUSTED is 507.
+HttpResponse SubmitRefusal(const HttpRequest& request, const Status& status) {
+  if (status.code() != tessera::StatusCode::kResourceExhausted ||
+      status.message().find("(max_pending_jobs)") == std::string::npos) {
+    return ErrorFor(request, status);
+  }
+  HttpResponse response = ErrorResponse(429, "RESOURCE_EXHAUSTED", status.message());
+  response.version(request.version());
+  response.keep_alive(request.keep_alive());
+  response.set(http::field::retry_after, "1");
+  return response;
+}
+
 }  // namespace
 
 HttpResponse Router::JobNotFound(tessera::JobId id) {
@@ -75,7 +89,7 @@ HttpResponse Router::SubmitJob() {
   if (auto* refused = std::get_if<HttpResponse>(&read)) return std::move(*refused);
   const Submission& s = std::get<Submission>(read);
   auto job = scheduler_.Submit(s.spec, s.options);
-  if (!job.ok()) return ErrorFor(request_, job.status());
+  if (!job.ok()) return SubmitRefusal(request_, job.status());
   return Reply(request_, *job);
 }
 
@@ -89,7 +103,7 @@ void Router::SubmitJobAsync(std::shared_ptr<const HttpRequest> request, Responde
                          [request = std::move(request),
                           respond = std::move(respond)](tessera::StatusOr<tessera::v1::Job> job) {
                            respond([request, job = std::move(job)]() -> ApiResponse {
-                             if (!job.ok()) return ErrorFor(*request, job.status());
+                             if (!job.ok()) return SubmitRefusal(*request, job.status());
                              return Reply(*request, *job);
                            });
                          });

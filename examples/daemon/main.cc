@@ -20,6 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include "api.h"
 #include "http_server.h"
 #include "tessera/daemon_config.h"
@@ -54,6 +57,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+
+  // A write to a closed pipe or socket must fail with EPIPE, not end the daemon: a supervisor
+  // may stop reading stdout after the "listening" line (the library's first log line, often
+  // "store write failed" on a full store, used to kill it there).
+  std::signal(SIGPIPE, SIG_IGN);
+  // The library logs (store errors, plugin failures) where tesserad's own lines go: stderr.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("tessera"));
 
   auto config = tessera::LoadDaemonConfig(config_path);
   if (!config.ok()) return Fail(config.status().ToString());

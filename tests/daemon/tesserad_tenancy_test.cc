@@ -103,6 +103,25 @@ TEST_CASE("tesserad: submits over a token's rate are answered 429; other tokens 
   CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a"), kAdmin).status == 200);
 }
 
+TEST_CASE("tesserad: a submit over a queue's pending jobs limit is refused with 429") {
+  ScratchDir dir("pending-limit");
+  TenantDaemon daemon(dir, "limits: {max_pending_jobs_per_queue: 2}\n");
+  // 32 GPUs never fit a node of the simulated cluster: every job waits.
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a", "", 32), kTenantA).status == 200);
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a", "", 32), kTenantA).status == 200);
+  const Reply third = daemon.Call(verb::post, "/v1/jobs", Spec("team-a", "", 32), kTenantA);
+  CHECK(third.status == 429);
+  CHECK(third.body ==
+        R"({"code":"RESOURCE_EXHAUSTED","message":"queue 'team-a' holds 2 pending jobs, its )"
+        R"(limit (max_pending_jobs); retry when some have started"})");
+  // Per queue: another tenant's queue has room, and a queue's own max_pending_jobs wins.
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-b", "", 32), kTenantB).status == 200);
+  CHECK(
+      daemon.Call(verb::put, "/v1/queues/team-b", R"({"name":"team-b","maxPendingJobs":1})", kAdmin)
+          .status == 200);
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-b", "", 32), kTenantB).status == 429);
+}
+
 TEST_CASE("tesserad: a spec over the configured sizes is refused with 400 naming the limit") {
   ScratchDir dir("sizes");
   TenantDaemon daemon(dir, "limits: {max_command_bytes: 100, max_env_bytes: 100}\n");

@@ -244,6 +244,8 @@ TEST_CASE("errors: bad options are refused at Open, naming the field") {
        "limits.max_command_bytes: must be > 0, got 0"},
       {[](Options& o) { o.job_size_limits.max_env_bytes = -1; }, "limits.max_env_bytes"},
       {[](Options& o) { o.job_size_limits.max_spec_bytes = 0; }, "limits.max_spec_bytes"},
+      {[](Options& o) { o.max_pending_jobs_per_queue = -1; },
+       "max_pending_jobs_per_queue: must be >= 0, got -1"},
       {[](Options& o) {
          v1::SimulatedCluster c;
          AddGroup(c, "", 1, 0);
@@ -385,7 +387,7 @@ TEST_CASE("errors: the messages docs/errors.md quotes, exactly") {
   auto newer = Scheduler::Open(options);
   CHECK(newer.status().code() == StatusCode::kFailedPrecondition);
   CHECK(newer.status().message() == "store '" + options.store.path +
-                                        "' has schema version 99, newer than this build's 2; use "
+                                        "' has schema version 99, newer than this build's 3; use "
                                         "a newer Tessera or restore a backup");
 }
 

@@ -297,5 +297,46 @@ TEST_CASE("recovery: a task of a superseded attempt is stopped before its GPUs a
   CHECK(running.status().attempt() == 2);
 }
 
+TEST_CASE("recovery: a job whose cancel was acknowledged is not run again after a restart") {
+  ScratchDir dir;
+  auto clock = std::make_shared<ManualClock>();
+  const Options options = DurableOptions(dir.File("state.db"), clock);
+  uint64_t id = 0;
+  uint64_t last_seq = 0;
+  {
+    auto t = Open(options);
+    Scheduler* s = t.scheduler.get();
+    // Its tasks take their whole grace to stop, so the cancel is still in progress when the
+    // scheduler goes away.
+    v1::JobSpec spec = JobSpecBuilder("default").Gpus(2).Build();
+    spec.set_checkpoint_grace_s(30);
+    id = MustSubmit(s, spec).id();
+    t->WaitIdle();
+    REQUIRE(MustGet(s, id).status().state() == v1::RUNNING);
+    auto cancelled = s->Cancel(id);
+    REQUIRE(cancelled.ok());
+    REQUIRE(cancelled->status().cancel_requested());
+    REQUIRE(cancelled->status().state() == v1::RUNNING);
+    last_seq = s->GetStats().last_event_seq();
+  }
+  // The simulated executor lost the task with the process: the job has stopped.
+  auto t = Open(options);
+  Scheduler* s = t.scheduler.get();
+  t->WaitIdle();
+  clock->AdvanceUs(60'000'000);
+  t->WaitIdle();
+  const v1::Job job = MustGet(s, id);
+  CHECK(job.status().state() == v1::CANCELLED);
+  CHECK(job.status().attempt() == 1);
+  CHECK(job.status().reason().find("cancelled") == 0);
+  auto events = s->WatchEvents(last_seq, 100, std::chrono::milliseconds(0));
+  REQUIRE(events.ok());
+  for (const v1::Event& e : *events) {
+    INFO(e.ShortDebugString());
+    CHECK(e.to_state() != v1::ADMITTED);
+    CHECK(e.to_state() != v1::PENDING);
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -240,6 +240,14 @@ struct Options {
   // How large one job spec may be.
   JobSizeLimits job_size_limits;
 
+  // Most jobs a leaf queue may hold PENDING at once (waiting, infeasible or requeued), so that
+  // no submitter fills the store and the engine's queues; a submit beyond is refused with
+  // RESOURCE_EXHAUSTED naming the queue and the limit. A queue's own
+  // QueueSpec::max_pending_jobs takes precedence. 0: no bound. A bound costs each submit to
+  // that queue a count of its pending jobs, up to the bound, in the store's index of pending
+  // jobs.
+  int64_t max_pending_jobs_per_queue = 0;
+
   // Leaf queue created on first open of an empty store, so jobs can be submitted at once; a job
   // that names no queue goes there. Empty means no queue is created and every job must name
   // its queue ("queue: required").

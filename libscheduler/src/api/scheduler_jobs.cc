@@ -111,8 +111,10 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
   outcome->spec_bytes = job->spec().SerializeAsString();
   outcome->status_bytes = job->status().SerializeAsString();
   const int32_t priority_value = priority->value;
+  const int64_t default_max_pending = options_.max_pending_jobs_per_queue;
   store_->Write(
-      [job, outcome, now, priority_value](store::WriteTransaction& t) -> Status {
+      [job, outcome, now, priority_value,
+       default_max_pending](store::WriteTransaction& t) -> Status {
         const std::string& key = job->idempotency_key();
         if (!key.empty()) {
           TESSERA_ASSIGN_OR_RETURN(std::optional<uint64_t> existing,
@@ -134,6 +136,17 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
         if (shape.has_children) {
           return FailedPreconditionError("queue: '" + queue +
                                          "' has child queues; submit to a leaf queue");
+        }
+        // Counted in the writer, which orders every submit: concurrent submits cannot pass it.
+        const int64_t max_pending =
+            shape.max_pending_jobs > 0 ? shape.max_pending_jobs : default_max_pending;
+        if (max_pending > 0) {
+          TESSERA_ASSIGN_OR_RETURN(int64_t pending, t.CountPendingJobs(queue, max_pending));
+          if (pending >= max_pending) {
+            return ResourceExhaustedError(
+                "queue '" + queue + "' holds " + std::to_string(max_pending) +
+                " pending jobs, its limit (max_pending_jobs); retry when some have started");
+          }
         }
         TESSERA_ASSIGN_OR_RETURN(
             uint64_t id,

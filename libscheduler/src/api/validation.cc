@@ -226,6 +226,9 @@ Status ValidateQueueSpec(const v1::QueueSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ValidateResources(spec.guarantee(), "guarantee"));
   TESSERA_RETURN_IF_ERROR(ValidateLimits(spec.borrowing_limit(), "borrowing_limit"));
   TESSERA_RETURN_IF_ERROR(ValidateLimits(spec.cap(), "cap"));
+  if (spec.max_pending_jobs() < 0) {
+    return Invalid("max_pending_jobs", "must be >= 0, got " + Num(spec.max_pending_jobs()));
+  }
   const ResourceVector guarantee = ResourceVector::FromProto(spec.guarantee());
   const ResourceVector cap = ResourceVector::FromLimits(spec.cap());
   for (int r = 0; r < kNumResources; ++r) {
@@ -253,6 +256,10 @@ Status ValidateOptions(const Options& options) {
     if (limit <= 0) {
       return Invalid(std::string("limits.") + field, "must be > 0, got " + Num(limit));
     }
+  }
+  if (options.max_pending_jobs_per_queue < 0) {
+    return Invalid("max_pending_jobs_per_queue",
+                   "must be >= 0, got " + Num(options.max_pending_jobs_per_queue));
   }
   if (options.fair_share.usage_half_life.count() < 0) {
     return Invalid("fair_share.usage_half_life", "must be >= 0");

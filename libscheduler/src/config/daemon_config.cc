@@ -137,6 +137,8 @@ Status ValidateLimits(const v1::TenantLimits& l) {
   if (!(l.submits_per_second() >= 0) || !std::isfinite(l.submits_per_second())) {
     return Invalid("limits.submits_per_second", "must be a finite number >= 0");
   }
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(l.max_pending_jobs_per_queue(), 0, "limits.max_pending_jobs_per_queue"));
   return AtLeast(l.submit_burst(), 1, "limits.submit_burst");
 }
 
@@ -361,6 +363,7 @@ Options MapOptions(const v1::DaemonConfig& c) {
   o.job_size_limits.max_command_bytes = c.limits().max_command_bytes();
   o.job_size_limits.max_env_bytes = c.limits().max_env_bytes();
   o.job_size_limits.max_spec_bytes = c.limits().max_spec_bytes();
+  o.max_pending_jobs_per_queue = c.limits().max_pending_jobs_per_queue();
 
   o.store.path = c.store().path();
   o.store.durable = c.store().durable();

@@ -180,7 +180,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
       }
       // Tasks found alive of a job that is requeued are stopped by StopSupersededTasks.
     }
-    if (!all_alive && job.state == v1::PREEMPTING) {
+    if (!all_alive && job.state == v1::PREEMPTING && !job.cancel_requested) {
       // It was being preempted when the scheduler stopped: finish that, not a loss.
       job.preempting = true;
       RequeuePreempted(job);
@@ -237,6 +237,18 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
   job.start_time_us = 0;
   DropReservation(job);
   ++job.losses;
+  if (job.cancel_requested) {
+    // Its cancel was acknowledged: a job whose tasks were being stopped and are now gone has
+    // stopped. Requeued, it would run again after the caller was told it would not.
+    SetState(job, v1::CANCELLED);
+    job.end_time_us = clock_.NowUs();
+    job.reason = "cancelled; its tasks were lost while stopping (" + reason + ")";
+    events.push_back(MakeEvent(job, v1::LOST, job.reason));
+    Persist(job, std::move(events));
+    ++finished_;
+    jobs_.erase(job.id);
+    return;
+  }
   if (job.losses >= options_.engine.max_attempts) {
     SetState(job, v1::FAILED);
     job.end_time_us = clock_.NowUs();

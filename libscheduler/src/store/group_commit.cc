@@ -17,10 +17,11 @@ const CachedSql kCommit("COMMIT");
 }  // namespace
 
 GroupCommit::GroupCommit(Database& db, int max_batch, uint64_t next_event_seq,
-                         std::function<void(uint64_t)> on_commit)
+                         int64_t last_event_time_us, std::function<void(uint64_t)> on_commit)
     : db_(db),
       max_batch_(static_cast<size_t>(max_batch > 0 ? max_batch : 1)),
       next_event_seq_(next_event_seq),
+      last_event_time_us_(last_event_time_us),
       on_commit_(std::move(on_commit)),
       thread_([this] { Run(); }) {}
 
@@ -133,7 +134,7 @@ void GroupCommit::RunBatch(std::deque<Op>& batch) {
 bool GroupCommit::TryBatch(std::deque<Op>& batch, bool savepoints, std::vector<Status>& results,
                            Status& batch_status) {
   const uint64_t seq_at_start = next_event_seq_;
-  WriteTransaction txn(db_, next_event_seq_);
+  WriteTransaction txn(db_, next_event_seq_, last_event_time_us_);
 
   batch_status = db_.ExecCached(kBegin);
   for (size_t i = 0; i < batch.size() && batch_status.ok(); ++i) {
@@ -191,6 +192,7 @@ bool GroupCommit::TryBatch(std::deque<Op>& batch, bool savepoints, std::vector<S
     next_event_seq_ = seq_at_start;
   } else {
     next_event_seq_ = txn.next_event_seq();
+    last_event_time_us_ = txn.last_event_time_us();
   }
   return true;
 }

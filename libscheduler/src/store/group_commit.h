@@ -54,7 +54,9 @@ struct GroupCommitStats {
 class GroupCommit {
  public:
   // `on_commit(next_event_seq)` runs on the writer thread after each successful commit.
-  GroupCommit(Database& db, int max_batch, uint64_t next_event_seq,
+  // `last_event_time_us`: the time of the store's last event (WriteTransaction keeps event
+  // times from going back).
+  GroupCommit(Database& db, int max_batch, uint64_t next_event_seq, int64_t last_event_time_us,
               std::function<void(uint64_t)> on_commit);
   ~GroupCommit();  // drains the queue, then stops.
 
@@ -97,7 +99,8 @@ class GroupCommit {
 
   Database& db_;
   const size_t max_batch_;
-  uint64_t next_event_seq_;  // writer thread only.
+  uint64_t next_event_seq_;     // writer thread only.
+  int64_t last_event_time_us_;  // writer thread only.
   std::function<void(uint64_t)> on_commit_;
 
   mutable std::mutex mu_;

@@ -56,6 +56,11 @@ const std::vector<std::string>& Migrations() {
       DROP INDEX jobs_live;
       CREATE INDEX jobs_live ON jobs(id) WHERE finished = 0;
       )sql",
+      // 2 -> 3: the pending jobs of each queue, counted against a queue's max_pending_jobs.
+      // Only a job entering or leaving PENDING touches it, not its other status updates.
+      R"sql(
+      CREATE INDEX jobs_pending_by_queue ON jobs(queue) WHERE state = 1;
+      )sql",
   };
   return migrations;
 }

@@ -122,13 +122,17 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   TESSERA_RETURN_IF_ERROR(ConfigureWriter(db, o));
   TESSERA_RETURN_IF_ERROR(Migrate(db));
 
+  int64_t last_event_time_us = 0;
   {
-    TESSERA_ASSIGN_OR_RETURN(StatementRef s, db.Prepare("SELECT IFNULL(MAX(seq), 0) FROM events"));
+    TESSERA_ASSIGN_OR_RETURN(
+        StatementRef s, db.Prepare("SELECT seq, time_us FROM events ORDER BY seq DESC LIMIT 1"));
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
     store->next_event_seq_ = (row ? static_cast<uint64_t>(s->ColumnInt(0)) : 0) + 1;
+    if (row) last_event_time_us = s->ColumnInt(1);
   }
   Store* raw = store.get();
   store->writer_ = std::make_unique<GroupCommit>(db, o.max_batch, store->next_event_seq_.load(),
+                                                 last_event_time_us,
                                                  [raw](uint64_t next) { raw->OnCommit(next); });
   return store;
 }
@@ -373,18 +377,20 @@ StatusOr<std::vector<v1::Event>> Store::ReadEvents(uint64_t after_seq, int max_e
   TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
   TESSERA_ASSIGN_OR_RETURN(
       StatementRef s,
-      reader.db().Prepare("SELECT seq, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?"));
+      reader.db().Prepare(
+          "SELECT seq, time_us, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?"));
   s->BindInt(1, static_cast<int64_t>(after_seq));
   s->BindInt(2, max_events);
   while (true) {
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) return events;
-    const std::string_view blob = s->ColumnBlob(1);
+    const std::string_view blob = s->ColumnBlob(2);
     v1::Event event;
     if (!event.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
       return reader.db().CountError(FailedPreconditionError("store: corrupt event record"));
     }
     event.set_seq(static_cast<uint64_t>(s->ColumnInt(0)));
+    event.set_time_us(s->ColumnInt(1));
     events.push_back(std::move(event));
   }
 }

@@ -24,8 +24,11 @@ const CachedSql kInsertEvent(
 const CachedSql kQueueExists("SELECT 1 FROM queues WHERE name = ?");
 // Children are named "<name>/..."; '0' is the character after '/'.
 const CachedSql kQueueShape(
-    "SELECT EXISTS (SELECT 1 FROM queues WHERE name = ?1), "
+    "SELECT (SELECT spec FROM queues WHERE name = ?1), "
     "EXISTS (SELECT 1 FROM queues WHERE name > ?2 AND name < ?3)");
+const CachedSql kCountPending(
+    "SELECT COUNT(*) FROM (SELECT 1 FROM jobs INDEXED BY jobs_pending_by_queue "
+    "WHERE queue = ? AND state = 1 LIMIT ?)");
 
 // Event rows per multi-row INSERT: enough to take most of the per-statement cost off each row.
 constexpr size_t kEventsPerInsert = 16;
@@ -146,6 +149,7 @@ StatusOr<uint64_t> WriteTransaction::AppendEvent(v1::Event& event) {
   TESSERA_ASSIGN_OR_RETURN(uint64_t appended, AppendSerializedEvent(event.time_us(), event.job_id(),
                                                                     event.SerializeAsString()));
   event.set_seq(seq);
+  event.set_time_us(last_event_time_us_);
   return appended;
 }
 
@@ -153,6 +157,7 @@ StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint
                                                            std::string_view payload) {
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kInsertEvent));
   const uint64_t seq = next_event_seq_;
+  time_us = std::max(time_us, last_event_time_us_);
   s->BindInt(1, static_cast<int64_t>(seq));
   s->BindInt(2, time_us);
   if (job_id != 0) {
@@ -163,6 +168,7 @@ StatusOr<uint64_t> WriteTransaction::AppendSerializedEvent(int64_t time_us, uint
   s->BindBlobNoCopy(4, payload);
   TESSERA_RETURN_IF_ERROR(s->Run());
   ++next_event_seq_;
+  last_event_time_us_ = time_us;
   return seq;
 }
 
@@ -170,11 +176,13 @@ Status WriteTransaction::AppendSerializedEvents(const std::vector<EventRow>& row
   size_t next = 0;
   for (; next + kEventsPerInsert <= rows.size(); next += kEventsPerInsert) {
     TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(InsertEventsSql()));
+    int64_t time_us = last_event_time_us_;
     for (size_t i = 0; i < kEventsPerInsert; ++i) {
       const EventRow& row = rows[next + i];
       const int first = static_cast<int>(4 * i) + 1;
+      time_us = std::max(time_us, row.time_us);
       s->BindInt(first, static_cast<int64_t>(next_event_seq_ + i));
-      s->BindInt(first + 1, row.time_us);
+      s->BindInt(first + 1, time_us);
       if (row.job_id != 0) {
         s->BindInt(first + 2, static_cast<int64_t>(row.job_id));
       } else {
@@ -184,6 +192,7 @@ Status WriteTransaction::AppendSerializedEvents(const std::vector<EventRow>& row
     }
     TESSERA_RETURN_IF_ERROR(s->Run());
     next_event_seq_ += kEventsPerInsert;
+    last_event_time_us_ = time_us;
   }
   for (; next < rows.size(); ++next) {
     const EventRow& row = rows[next];
@@ -217,8 +226,17 @@ StatusOr<WriteTransaction::QueueShape> WriteTransaction::GetQueueShape(const std
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   QueueShape shape;
   if (row) {
-    shape.exists = s->ColumnInt(0) != 0;
+    shape.exists = !s->ColumnIsNull(0);
     shape.has_children = s->ColumnInt(1) != 0;
+    if (shape.exists) {
+      const std::string_view blob = s->ColumnBlob(0);
+      v1::QueueSpec spec;
+      if (!spec.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
+        return db_.CountError(
+            FailedPreconditionError("store: corrupt queue record '" + name + "'"));
+      }
+      shape.max_pending_jobs = spec.max_pending_jobs();
+    }
   }
   // A handful at most in a batch; a batch naming many queues stops remembering more.
   if (queue_shapes_.size() < 64) queue_shapes_.emplace_back(name, shape);
@@ -230,6 +248,14 @@ StatusOr<int64_t> WriteTransaction::CountUnfinishedJobs(const std::string& queue
       StatementRef s, db_.Prepare(std::string("SELECT COUNT(*) FROM jobs WHERE queue = ? AND ") +
                                   kUnfinishedJobSql));
   s->BindText(1, queue);
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->ColumnInt(0) : 0;
+}
+
+StatusOr<int64_t> WriteTransaction::CountPendingJobs(const std::string& queue, int64_t up_to) {
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kCountPending));
+  s->BindText(1, queue);
+  s->BindInt(2, up_to);
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->ColumnInt(0) : 0;
 }

@@ -20,9 +20,10 @@ namespace tessera::store {
 
 class WriteTransaction {
  public:
-  // `next_event_seq` is the sequence number the next event gets.
-  WriteTransaction(Database& db, uint64_t next_event_seq)
-      : db_(db), next_event_seq_(next_event_seq) {}
+  // `next_event_seq` is the sequence number the next event gets; `last_event_time_us` the time
+  // of the last event committed, below which no event's time goes.
+  WriteTransaction(Database& db, uint64_t next_event_seq, int64_t last_event_time_us = 0)
+      : db_(db), next_event_seq_(next_event_seq), last_event_time_us_(last_event_time_us) {}
 
   // --- Jobs.
   StatusOr<std::optional<uint64_t>> FindJobByIdempotencyKey(const std::string& key);
@@ -46,7 +47,10 @@ class WriteTransaction {
   Status FlushDeferred();
 
   // --- Events. Assigns and returns the next sequence number (gap-free: the writer rewinds it
-  // when an operation or a commit fails) and sets it in `event`.
+  // when an operation or a commit fails) and sets it in `event`. An event's time is raised to
+  // that of the event before it when it is earlier (writers on several threads take their
+  // times before the writer orders them, and a wall clock may step back), so that times never
+  // go back along the log; the time column holds it and readers put it back.
   StatusOr<uint64_t> AppendEvent(v1::Event& event);
   // The same for an event serialized by the caller, without its seq (readers fill it in).
   StatusOr<uint64_t> AppendSerializedEvent(int64_t time_us, uint64_t job_id,
@@ -69,12 +73,15 @@ class WriteTransaction {
   struct QueueShape {
     bool exists = false;
     bool has_children = false;
+    int64_t max_pending_jobs = 0;  // the queue's QueueSpec::max_pending_jobs.
   };
   StatusOr<QueueShape> GetQueueShape(const std::string& name);
   // Whoever rolls back part of the transaction (to a savepoint) calls this: what was read
   // after the savepoint may be undone.
   void ForgetQueueShapes() { queue_shapes_.clear(); }
   StatusOr<int64_t> CountUnfinishedJobs(const std::string& queue);
+  // The PENDING jobs of leaf `queue`, counted up to `up_to` (the cost grows with the count).
+  StatusOr<int64_t> CountPendingJobs(const std::string& queue, int64_t up_to);
   Status PutQueue(const v1::QueueSpec& spec);
   Status DeleteQueue(const std::string& name);
 
@@ -82,6 +89,7 @@ class WriteTransaction {
   Status PutNodeFlags(const std::string& name, bool cordoned, bool draining);
 
   uint64_t next_event_seq() const { return next_event_seq_; }
+  int64_t last_event_time_us() const { return last_event_time_us_; }
   void RewindEventSeq(uint64_t next) { next_event_seq_ = next; }
 
  private:
@@ -94,6 +102,7 @@ class WriteTransaction {
   Status WriteJobStatus(uint64_t id, v1::JobState state, std::string_view status, int64_t now_us);
   Database& db_;
   uint64_t next_event_seq_;
+  int64_t last_event_time_us_;
   std::vector<Deferred> deferred_;                                // in the order deferred.
   std::vector<std::pair<std::string, QueueShape>> queue_shapes_;  // read in this transaction.
 };

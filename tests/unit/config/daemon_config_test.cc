@@ -338,6 +338,12 @@ TEST_CASE("daemon config: tenant limits") {
   CHECK(Refusal("limits: {submits_per_second: -1}") ==
         "limits.submits_per_second: must be a finite number >= 0");
   CHECK(Refusal("limits: {submit_burst: 0}") == "limits.submit_burst: must be > 0, got 0");
+  CHECK(Refusal("limits: {max_pending_jobs_per_queue: -1}") ==
+        "limits.max_pending_jobs_per_queue: must be >= 0, got -1");
+  CHECK(defaults->limits().max_pending_jobs_per_queue() == 0);
+  auto pending = LoadYaml("limits: {max_pending_jobs_per_queue: 500}\n");
+  REQUIRE(pending.ok());
+  CHECK(ToOptions(*pending)->max_pending_jobs_per_queue == 500);
 }
 
 TEST_CASE("daemon config: alert thresholds") {

@@ -206,5 +206,48 @@ TEST_CASE("store: ReadEvents wakes as soon as an event is committed") {
   CHECK(waited < milliseconds(5000));
 }
 
+// Writers take an event's time before the writer orders it (a submit on its client's thread,
+// the engine on its strand), so an event may carry an earlier time than the one committed
+// before it; the wall clock may also step back between runs. Times along the log never go
+// back: an earlier time is raised to the time before it, in one write, across writes, in the
+// multi-row insert and across a reopen.
+TEST_CASE("store: event times never go back along the log") {
+  TempDir dir;
+  const StoreOptions options = OptionsIn(dir);
+  auto at = [](int64_t time_us) {
+    v1::Event event = QueueEvent("q");
+    event.set_time_us(time_us);
+    return event;
+  };
+  {
+    std::unique_ptr<Store> store = OpenStore(options);
+    AppendEvents(*store, {at(100), at(90), at(120)});
+    AppendEvents(*store, {at(110)});
+    // More rows than one multi-row insert takes (16), every second one earlier than the one
+    // before it.
+    std::vector<int64_t> times;
+    for (int k = 0; k < 20; ++k) times.push_back(130 + 10 * (k / 2) - 5 * (k % 2));
+    std::vector<std::string> payloads;
+    for (int64_t t : times) payloads.push_back(at(t).SerializeAsString());
+    std::vector<WriteTransaction::EventRow> rows;
+    for (size_t i = 0; i < times.size(); ++i) rows.push_back({times[i], 0, payloads[i]});
+    const Status written = store->WriteAndWait(
+        [&](WriteTransaction& txn) { return txn.AppendSerializedEvents(rows); });
+    REQUIRE(written.ok());
+  }
+  std::unique_ptr<Store> store = OpenStore(options);
+  AppendEvents(*store, {at(50)});  // the clock stepped back while the store was closed.
+  std::vector<int64_t> seen;
+  for (const v1::Event& e : AllEvents(*store)) seen.push_back(e.time_us());
+  REQUIRE(seen.size() == 4 + 20 + 1);
+  CHECK(std::vector<int64_t>(seen.begin(), seen.begin() + 4) ==
+        std::vector<int64_t>{100, 100, 120, 120});
+  for (int k = 0; k < 20; ++k) {
+    INFO("row ", k);
+    CHECK(seen[4 + k] == 130 + 10 * (k / 2));  // the earlier ones raised to the one before.
+  }
+  CHECK(seen.back() == 220);  // the last row's time, not the stepped-back 50.
+}
+
 }  // namespace
 }  // namespace tessera::store::testing
