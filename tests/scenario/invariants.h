@@ -47,6 +47,9 @@ struct Snapshot {
   std::vector<v1::Node> nodes;
   std::vector<v1::Queue> queues;
   std::vector<v1::Event> new_events;  // since the previous snapshot.
+  // The last event read before the jobs were. In real time jobs move on while the snapshot is
+  // read, so a job may be in any state its events after this one passed through.
+  uint64_t seq_before_jobs = 0;
 };
 
 class Checker {
