@@ -36,14 +36,21 @@ constexpr int kDefaultSeeds = 300;
 // TESSERA_SCENARIO_SKIP narrow a run, to look at one thing.
 Features DefaultFeatures() { return Features::All(); }
 
-std::set<std::string> DefaultSkipped() { return {}; }
+// Virtual time skips nothing. In real time the jobs and the queues of a snapshot are read at
+// different moments, and a task that ends in between changes what a queue holds without an
+// event that would show it, so a queue's allocation is compared with its jobs' placements only
+// in virtual time (every step of every seed).
+std::set<std::string> DefaultSkipped(Clocking clocking) {
+  if (clocking == Clocking::kRealTime) return {"queue_allocation_matches_placements"};
+  return {};
+}
 
 RunOptions RunOptionsFromEnvironment(Clocking clocking) {
   RunOptions options;
   options.clocking = clocking;
   // In real time a scenario's steps take seconds and settling up to 30 s (runner.cc).
   if (clocking == Clocking::kRealTime) options.timeout = std::chrono::seconds(60);
-  options.skipped_invariants = DefaultSkipped();
+  options.skipped_invariants = DefaultSkipped(clocking);
   if (const char* list = std::getenv("TESSERA_SCENARIO_SKIP")) {
     options.skipped_invariants.clear();
     std::istringstream words(list);
