@@ -113,6 +113,7 @@ TEST_CASE("tesserad: 32 long polls of one tenant leave /healthz and other tenant
   for (auto& poll : polls) {
     const std::string response = poll->ReadResponse();
     CHECK(StatusOf(response) == 200);
+    INFO(response);
     CHECK(BodyOf(response).find("team-a") != std::string::npos);
   }
   CHECK(Clock::now() - submitted < milliseconds(5000));
