@@ -18,7 +18,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <atomic>
+#include <sys/socket.h>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -286,18 +289,38 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     });
   }
 
-  // While a long poll waits, a readable socket with nothing to read means the client closed the
-  // connection: the poll ends. (Bytes there, a pipelined request or a TLS alert, end the watch
-  // without cancelling.)
+  // While a long poll waits, the client closing the connection ends the poll. The socket turning
+  // readable is only a hint: the reactor may report a readiness edge left over from the request's
+  // own bytes (read already, speculatively, by another thread), so the socket is peeked: end of
+  // stream or an error means the client went; nothing to read means the wake-up was stale and
+  // the watch goes on. (Bytes there, a pipelined request or a TLS alert, end the watch without
+  // cancelling.)
   void WatchForHangup(uint64_t seq) {
     tcp().socket().async_wait(Socket::wait_read,
                               [self = this->shared_from_this(), seq](error_code ec) {
                                 if (ec || seq != self->request_seq_ || self->answered_) return;
-                                error_code failed;
-                                const size_t available = self->tcp().socket().available(failed);
-                                if ((failed || available == 0) && self->cancel_)
-                                  std::exchange(self->cancel_, nullptr)();
+                                switch (self->PeekForHangup()) {
+                                  case Peek::kNothingYet:
+                                    return self->WatchForHangup(seq);
+                                  case Peek::kBytes:
+                                    return;
+                                  case Peek::kClosed:
+                                    if (self->cancel_) std::exchange(self->cancel_, nullptr)();
+                                    return;
+                                }
                               });
+  }
+
+  enum class Peek { kNothingYet, kBytes, kClosed };
+  Peek PeekForHangup() {
+    char byte = 0;
+    const ssize_t got =
+        ::recv(tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (got > 0) return Peek::kBytes;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      return Peek::kNothingYet;
+    }
+    return Peek::kClosed;  // 0: an orderly close; any other error: reset.
   }
 
   void WriteResponse(ApiResponse response) {
