@@ -204,5 +204,43 @@ TEST_CASE("scenario findings: a vGPU job that preempts gets the GPU its victims 
   for (uint64_t id : low) CHECK(MustGet(s, id).status().preemptions() == 1);
 }
 
+TEST_CASE("scenario findings: a time slice and a vGPU of the same size both start on an idle cluster") {
+  // A 4 GiB time slice and an A100-4C vGPU differ only in their form. The placement scorer
+  // cached per node whether a shape fits and keyed both alike, so the vGPU's "does not fit" on
+  // the time-sliced node became the time slice's answer there: it waited for ever, "1 node(s)
+  // reserved, expected start in 0 s", with nothing running.
+  v1::SimulatedCluster cluster;
+  v1::SimulatedNodeGroup* sliced = AddGroup(cluster, "ts", 1, 1, "A100-80GB");
+  sliced->set_sharing(v1::GPU_SHARING_TIME_SLICE);
+  sliced->set_replicas(3);
+  v1::SimulatedNodeGroup* vgpu = AddGroup(cluster, "vgpu", 1, 1, "A100-40GB");
+  vgpu->set_gpu_memory_mib(40960);
+  vgpu->set_sharing(v1::GPU_SHARING_VGPU);
+  auto t = OpenCluster(cluster);
+  Scheduler* s = t.scheduler.get();
+  const int64_t start = t.clock->NowUs();
+  const uint64_t typed = MustSubmit(s, JobSpecBuilder("default")
+                                           .Gpus(1)
+                                           .MemoryMib(4096)
+                                           .VgpuType("A100-4C")
+                                           .SimulatedDurationMs(60'000)
+                                           .Build())
+                             .id();
+  RunUntil(t, start + kSecond);
+  const uint64_t slice = MustSubmit(s, JobSpecBuilder("default")
+                                           .Gpus(1)
+                                           .MemoryMib(4096)
+                                           .GpuMemoryMib(4096)
+                                           .GpuForm(v1::GPU_FORM_TIME_SLICE)
+                                           .SimulatedDurationMs(60'000)
+                                           .Build())
+                             .id();
+  RunUntil(t, start + 2 * kSecond);
+  CHECK(MustGet(s, typed).status().state() == v1::RUNNING);
+  const v1::Job sliced_job = MustGet(s, slice);
+  INFO(sliced_job.status().reason());
+  CHECK(sliced_job.status().state() == v1::RUNNING);
+}
+
 }  // namespace
 }  // namespace tessera

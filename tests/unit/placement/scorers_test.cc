@@ -154,5 +154,41 @@ TEST_CASE("placement: FitOn takes exactly the GPUs asked for, or nothing") {
   CHECK(share->gpu_milli == 400);
 }
 
+TEST_CASE("placement: FGD's cached choices tell a time slice from a vGPU of the same size") {
+  // A 4 GiB time slice and the vGPU type A100-4C ask for the same cpu, memory, GPU count and
+  // GPU memory; only their form differs. FGD caches per node whether a shape fits, and once
+  // keyed both alike: the vGPU's "does not fit" on the time-sliced node was then the time
+  // slice's answer there too, and on an idle cluster neither job ever started.
+  PlacementFixture f{PlacementOptions{}};  // the default: fragmentation-aware, an FGD scorer.
+  v1::NodeSpec sliced = GpuNode("ts", 1, "A100-80GB");
+  sliced.mutable_gpus(0)->set_sharing(v1::GPU_SHARING_TIME_SLICE);
+  sliced.mutable_gpus(0)->set_replicas(3);
+  v1::NodeSpec virtualized = GpuNode("vgpu", 1, "A100-40GB", 0, 40960);
+  virtualized.mutable_gpus(0)->set_sharing(v1::GPU_SHARING_VGPU);
+  const NodeIndexId ts = f.Add(sliced);
+  const NodeIndexId vgpu = f.Add(virtualized);
+
+  v1::JobSpec slice_spec;
+  slice_spec.mutable_task()->set_cpu_milli(1000);
+  slice_spec.mutable_task()->set_memory_mib(4096);
+  slice_spec.mutable_task()->set_gpu_count(1);
+  slice_spec.mutable_task()->set_gpu_memory_mib(4096);
+  slice_spec.mutable_task()->set_gpu_form(v1::GPU_FORM_TIME_SLICE);
+  v1::JobSpec vgpu_spec;
+  vgpu_spec.mutable_task()->set_cpu_milli(1000);
+  vgpu_spec.mutable_task()->set_memory_mib(4096);
+  vgpu_spec.mutable_task()->set_gpu_count(1);
+  vgpu_spec.mutable_task()->set_vgpu_type("A100-4C");
+  const TaskShape slice = MakeTaskShape(slice_spec, f.cluster.models());
+  const TaskShape typed = MakeTaskShape(vgpu_spec, f.cluster.models());
+
+  PlacementResult first = f.placer.Place(typed, 1, 1, false);
+  REQUIRE(first.placed());
+  CHECK(first.tasks[0].node == vgpu);
+  PlacementResult second = f.placer.Place(slice, 1, 1, false);
+  REQUIRE(second.placed());
+  CHECK(second.tasks[0].node == ts);
+}
+
 }  // namespace
 }  // namespace tessera
