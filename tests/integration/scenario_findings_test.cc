@@ -242,5 +242,38 @@ TEST_CASE("scenario findings: a time slice and a vGPU of the same size both star
   CHECK(sliced_job.status().state() == v1::RUNNING);
 }
 
+TEST_CASE("scenario findings: a job that preempts shares for whole GPUs gets them") {
+  // Two low-priority quarter-GPU shares on a 2-GPU node; a normal job needs both GPUs whole and
+  // preempts them. The hold for it counted milli-GPUs, not GPUs: the victim without a grace
+  // period was requeued and placed straight back on a GPU that had just become free, so the
+  // job never fit, and preempted both again each cooldown, for ever.
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(7);
+  options.preemption.cooldown = std::chrono::seconds(8);
+  auto t = OpenCluster(OneNode(2), options);
+  Scheduler* s = t.scheduler.get();
+  const int64_t start = t.clock->NowUs();
+  std::vector<uint64_t> shares;
+  for (int grace_s : {0, 2}) {
+    v1::JobSpec spec = JobSpecBuilder("default")
+                           .Gpus(1)
+                           .GpuFraction(250)
+                           .PriorityClass("low")
+                           .SimulatedDurationMs(300'000)
+                           .Build();
+    spec.set_checkpoint_grace_s(grace_s);
+    shares.push_back(MustSubmit(s, spec).id());
+    RunUntil(t, t.clock->NowUs() + 5 * kSecond);
+  }
+  RunUntil(t, start + 40 * kSecond);
+  const uint64_t whole =
+      MustSubmit(s, JobSpecBuilder("default").Gpus(2).SimulatedDurationMs(60'000).Build()).id();
+  RunUntil(t, start + 50 * kSecond);
+  const v1::Job job = MustGet(s, whole);
+  INFO(job.status().reason());
+  CHECK(job.status().state() == v1::RUNNING);
+  for (uint64_t id : shares) CHECK(MustGet(s, id).status().preemptions() == 1);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -88,10 +88,13 @@ bool ReservationFilter::Accept(const NodeState& node, const TaskShape& shape) co
       if ((!ends_by_ || *ends_by_ > r->start_us) && !LeavesRoomFor(*r, node, shape)) return false;
       continue;
     }
-    // A holder waiting for a share of a GPU needs the room on the GPU its victims free (a
-    // vGPU's type, a fraction's device): a GPU task placed meanwhile would take it there,
-    // counted room or not (a requeued victim came straight back, so the holder never fit).
-    if (r->shape.fractional_gpu() && shape.needs_gpu()) return false;
+    // A holder that needs GPUs needs the GPUs its victims free, not just as much: which GPU a
+    // task placed meanwhile would take (a whole free GPU for a share, a vGPU's type, a
+    // fraction's device) decides whether the holder fits once they are gone. So no other GPU
+    // task comes to its nodes while it waits (a requeued victim came straight back onto the
+    // room it freed, and the holder never fit), but for another holder there, whose own
+    // victims free its room: holders share the node by the counts below.
+    if (r->shape.needs_gpu() && shape.needs_gpu() && !own_hold) return false;
     const size_t i = static_cast<size_t>(std::find(r->nodes.begin(), r->nodes.end(), node.id()) -
                                          r->nodes.begin());
     held += r->held[i];
@@ -103,9 +106,10 @@ bool ReservationFilter::Accept(const NodeState& node, const TaskShape& shape) co
   const ResourceVector need = shape.RequestVector();
   return node.cpu_free() - held.cpu_milli() >= need.cpu_milli() &&
          node.memory_free() - held.memory_mib() >= need.memory_mib() &&
-         free_gpu_milli - held.gpu_milli() >= need.gpu_milli() &&
-         (!shape.whole_gpus() ||
-          node.whole_free_gpus() - held.gpu_milli() / 1000 >= shape.gpu_count);
+         (!shape.needs_gpu() ||
+          (free_gpu_milli - held.gpu_milli() >= need.gpu_milli() &&
+           (!shape.whole_gpus() ||
+            node.whole_free_gpus() - held.gpu_milli() / 1000 >= shape.gpu_count)));
 }
 
 }  // namespace tessera

@@ -3,8 +3,10 @@
 // Two kinds. A backfill reservation holds whole nodes for a job that does not fit, from the
 // time running jobs are expected to free them; another job may still use a held node if it
 // will be done before then (backfill), which keeps small jobs flowing while a large gang waits
-// without being starved. A preemption reservation holds, on each node, exactly what the job's
-// victims are freeing for it, while their grace periods run; the rest of the node stays open.
+// without being starved. A preemption reservation holds, on each node, the cpu and memory the
+// job's victims are freeing for it while their grace periods run and, when the job needs GPUs,
+// the node's GPUs: no other GPU task is placed there meanwhile, since which GPUs a newcomer took
+// would decide whether the job fits. The rest of the node stays open to work without GPUs.
 //
 // A job that would still run when a backfill reservation starts may use a held node too, if
 // the holder's tasks planned there still fit it at the start: it needs no GPU, or the holder
