@@ -20,8 +20,31 @@ CallResult Malformed(const std::string& what, const pb::util::Status& status) {
           "malformed " + what + " from server: " + std::string(status.message())};
 }
 
-CallResult ParseMessage(const std::string& body, const std::string& what, pb::Message* message) {
-  const auto status = pb::util::JsonStringToMessage(body, message, LenientParse());
+// tessctl speaks binary protobuf to the daemon: encoding and decoding it needs no descriptors,
+// where JSON would build the descriptor pool of every message file at each start of the CLI
+// (scripts start it once per command). A server that answers JSON (an older one, or an error)
+// is read as JSON.
+constexpr char kProtobufType[] = "application/x-protobuf";
+
+const std::map<std::string, std::string>& BinaryReply() {
+  static const std::map<std::string, std::string> headers{{"Accept", kProtobufType}};
+  return headers;
+}
+
+std::map<std::string, std::string> BinaryBody() {
+  return {{"Accept", kProtobufType}, {"Content-Type", kProtobufType}};
+}
+
+CallResult ParseMessage(const HttpResponse& response, const std::string& what,
+                        pb::Message* message) {
+  if (response.content_type.rfind(kProtobufType, 0) == 0) {
+    if (!message->ParseFromString(response.body)) {
+      return {ExitCode::kServerError,
+              "malformed " + what + " from server: not a valid binary " + message->GetTypeName()};
+    }
+    return {};
+  }
+  const auto status = pb::util::JsonStringToMessage(response.body, message, LenientParse());
   if (!status.ok()) return Malformed(what, status);
   return {};
 }
@@ -73,27 +96,24 @@ CallResult ApiClient::Check(const HttpResponse& response) const {
 
 CallResult ApiClient::SubmitJob(const v1::JobSpec& spec, const std::string& idempotency_key,
                                 v1::Job* job) const {
-  std::string body;
-  if (auto status = pb::util::MessageToJsonString(spec, &body); !status.ok()) {
-    return {ExitCode::kUsage, "cannot encode the job: " + std::string(status.message())};
-  }
-  std::map<std::string, std::string> headers;
+  std::map<std::string, std::string> headers = BinaryBody();
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
-  const HttpResponse response = Call("POST", "/v1/jobs", body, headers);
+  const HttpResponse response = Call("POST", "/v1/jobs", spec.SerializeAsString(), headers);
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseMessage(response.body, "job", job);
+  return ParseMessage(response, "job", job);
 }
 
 CallResult ApiClient::GetJob(const std::string& id, v1::Job* job) const {
-  const HttpResponse response = Call("GET", "/v1/jobs/" + UrlEncode(id), "");
+  const HttpResponse response = Call("GET", "/v1/jobs/" + UrlEncode(id), "", BinaryReply());
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseMessage(response.body, "job", job);
+  return ParseMessage(response, "job", job);
 }
 
 CallResult ApiClient::CancelJob(const std::string& id, v1::Job* job) const {
-  const HttpResponse response = Call("POST", "/v1/jobs/" + UrlEncode(id) + ":cancel", "");
+  const HttpResponse response =
+      Call("POST", "/v1/jobs/" + UrlEncode(id) + ":cancel", "", BinaryReply());
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseMessage(response.body, "job", job);
+  return ParseMessage(response, "job", job);
 }
 
 CallResult ApiClient::ListJobs(const std::string& queue, const std::vector<std::string>& states,
@@ -107,16 +127,16 @@ CallResult ApiClient::ListJobs(const std::string& queue, const std::vector<std::
   for (const std::string& state : states) add("state", state);
   if (page_size > 0) add("page_size", std::to_string(page_size));
   if (!page_token.empty()) add("page_token", page_token);
-  const HttpResponse http_response = Call("GET", "/v1/jobs" + query, "");
+  const HttpResponse http_response = Call("GET", "/v1/jobs" + query, "", BinaryReply());
   if (CallResult result = Check(http_response); !result.ok()) return result;
-  return ParseMessage(http_response.body, "job list", response);
+  return ParseMessage(http_response, "job list", response);
 }
 
 CallResult ApiClient::ListQueues(std::vector<v1::Queue>* queues) const {
-  const HttpResponse response = Call("GET", "/v1/queues", "");
+  const HttpResponse response = Call("GET", "/v1/queues", "", BinaryReply());
   if (CallResult result = Check(response); !result.ok()) return result;
   v1::ListQueuesResponse list;
-  if (CallResult result = ParseMessage(response.body, "queue list", &list); !result.ok()) {
+  if (CallResult result = ParseMessage(response, "queue list", &list); !result.ok()) {
     return result;
   }
   for (v1::Queue& queue : *list.mutable_queues()) queues->push_back(std::move(queue));
@@ -124,10 +144,10 @@ CallResult ApiClient::ListQueues(std::vector<v1::Queue>* queues) const {
 }
 
 CallResult ApiClient::ListNodes(std::vector<v1::Node>* nodes) const {
-  const HttpResponse response = Call("GET", "/v1/nodes", "");
+  const HttpResponse response = Call("GET", "/v1/nodes", "", BinaryReply());
   if (CallResult result = Check(response); !result.ok()) return result;
   v1::ListNodesResponse list;
-  if (CallResult result = ParseMessage(response.body, "node list", &list); !result.ok()) {
+  if (CallResult result = ParseMessage(response, "node list", &list); !result.ok()) {
     return result;
   }
   for (v1::Node& node : *list.mutable_nodes()) nodes->push_back(std::move(node));
@@ -135,14 +155,12 @@ CallResult ApiClient::ListNodes(std::vector<v1::Node>* nodes) const {
 }
 
 CallResult ApiClient::WriteQueue(const v1::QueueSpec& spec, bool create, v1::Queue* queue) const {
-  std::string body;
-  if (auto status = pb::util::MessageToJsonString(spec, &body); !status.ok()) {
-    return {ExitCode::kUsage, "cannot encode the queue: " + std::string(status.message())};
-  }
-  const HttpResponse response =
-      create ? Call("POST", "/v1/queues", body) : Call("PUT", "/v1/queues/" + spec.name(), body);
+  const std::string body = spec.SerializeAsString();
+  const HttpResponse response = create
+                                    ? Call("POST", "/v1/queues", body, BinaryBody())
+                                    : Call("PUT", "/v1/queues/" + spec.name(), body, BinaryBody());
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseMessage(response.body, "queue", queue);
+  return ParseMessage(response, "queue", queue);
 }
 
 CallResult ApiClient::DeleteQueue(const std::string& name) const {
@@ -161,9 +179,9 @@ CallResult ApiClient::WatchEvents(uint64_t after_seq, int max, int wait_ms,
                                   v1::WatchEventsResponse* events) const {
   const std::string target = "/v1/events?after_seq=" + std::to_string(after_seq) +
                              "&max=" + std::to_string(max) + "&wait_ms=" + std::to_string(wait_ms);
-  const HttpResponse response = Call("GET", target, "", {}, wait_ms);
+  const HttpResponse response = Call("GET", target, "", BinaryReply(), wait_ms);
   if (CallResult result = Check(response); !result.ok()) return result;
-  return ParseMessage(response.body, "events", events);
+  return ParseMessage(response, "events", events);
 }
 
 }  // namespace tessera::cli

@@ -73,6 +73,7 @@ void Exchange(asio::io_context& io, Stream& stream, const Request& request,
     http::async_read(stream, buffer, parser, [&step](beast::error_code ec, size_t) { step = ec; });
     RunStep(io, step);
     result->status = static_cast<int>(parser.get().result_int());
+    result->content_type = std::string(parser.get()[http::field::content_type]);
     result->body = std::move(parser.get().body());
     return;
   }
@@ -230,7 +231,9 @@ HttpResponse HttpClient::Perform(const std::string& method, const std::string& t
   if (!token_.empty()) request.set(http::field::authorization, "Bearer " + token_);
   for (const auto& [name, value] : headers) request.set(name, value);
   if (!body.empty()) {
-    request.set(http::field::content_type, "application/json");
+    if (request.find(http::field::content_type) == request.end()) {
+      request.set(http::field::content_type, "application/json");
+    }
     request.body() = body;
   }
   request.prepare_payload();

@@ -50,6 +50,7 @@ struct HttpResponse {
   // handshake or certificate verification); then `transport_error` says why.
   int status = 0;
   std::string body;
+  std::string content_type;  // of `body`, as the server said.
   std::string transport_error;
 };
 

@@ -40,11 +40,14 @@ struct RecordedRequest {
   std::string body;
   std::string authorization;
   std::string idempotency_key;
+  std::string content_type;
+  std::string accept;
 };
 
 struct CannedResponse {
   int status = 200;
   std::string body;
+  std::string content_type = "application/json";
 };
 
 // Answers one request per connection from `handler`, on 127.0.0.1 and a free port.
@@ -87,16 +90,20 @@ class FakeTesserad {
       http::request<http::string_body> request;
       http::read(socket, buffer, request, ec);
       if (ec) continue;
-      RecordedRequest recorded{std::string(request.method_string()), std::string(request.target()),
-                               request.body(), std::string(request[http::field::authorization]),
-                               std::string(request["Idempotency-Key"])};
+      RecordedRequest recorded{std::string(request.method_string()),
+                               std::string(request.target()),
+                               request.body(),
+                               std::string(request[http::field::authorization]),
+                               std::string(request["Idempotency-Key"]),
+                               std::string(request[http::field::content_type]),
+                               std::string(request[http::field::accept])};
       {
         std::lock_guard lock(mutex_);
         requests_.push_back(recorded);
       }
       const CannedResponse canned = handler_(recorded);
       http::response<http::string_body> response(static_cast<http::status>(canned.status), 11);
-      response.set(http::field::content_type, "application/json");
+      response.set(http::field::content_type, canned.content_type);
       response.keep_alive(false);
       response.body() = canned.body;
       response.prepare_payload();
@@ -120,6 +127,15 @@ T ParseJson(const std::string& json) {
   const auto status = google::protobuf::util::JsonStringToMessage(json, &message);
   INFO(json);
   REQUIRE(status.ok());
+  return message;
+}
+
+// The message a request carries: tessctl sends binary protobuf.
+template <typename T>
+T ParseBody(const RecordedRequest& request) {
+  REQUIRE(request.content_type == "application/x-protobuf");
+  T message;
+  REQUIRE(message.ParseFromString(request.body));
   return message;
 }
 
@@ -172,7 +188,7 @@ TEST_CASE("tessctl submit from flags sends the JobSpec JSON and prints the id") 
   CHECK(requests[0].target == "/v1/jobs");
   CHECK(requests[0].idempotency_key == "k-1");
   CHECK(requests[0].authorization.empty());
-  const auto spec = ParseJson<tessera::v1::JobSpec>(requests[0].body);
+  const auto spec = ParseBody<tessera::v1::JobSpec>(requests[0]);
   CHECK(spec.queue() == "research/vision");
   CHECK(spec.name() == "train");
   CHECK(spec.tasks() == 3);
@@ -190,9 +206,38 @@ TEST_CASE("tessctl submit without --queue leaves the queue to the server's defau
   CHECK(run.exit_code == 0);
   const auto requests = server.requests();
   REQUIRE(requests.size() == 1);
-  const auto spec = ParseJson<tessera::v1::JobSpec>(requests[0].body);
+  const auto spec = ParseBody<tessera::v1::JobSpec>(requests[0]);
   CHECK(spec.queue().empty());
   CHECK(spec.task().gpu_count() == 2);
+}
+
+TEST_CASE(
+    "tessctl asks for binary protobuf and reads it, and reads JSON from a server that sends it") {
+  tessera::v1::Job job;
+  job.set_id(77);
+  job.mutable_status()->set_state(tessera::v1::RUNNING);
+  FakeTesserad binary([&job](const RecordedRequest&) {
+    return CannedResponse{200, job.SerializeAsString(), "application/x-protobuf"};
+  });
+  const RunResult run = Tessctl({"--server", binary.url(), "submit", "--gpus", "1"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "77\n");
+  REQUIRE(binary.requests().size() == 1);
+  CHECK(binary.requests()[0].accept == "application/x-protobuf");
+  const RunResult shown = Tessctl({"--server", binary.url(), "-o", "json", "get", "77"});
+  INFO(shown.err);
+  CHECK(shown.exit_code == 0);
+  CHECK(ParseJson<tessera::v1::Job>(shown.out).status().state() == tessera::v1::RUNNING);
+
+  // A body that is not the message the content type promises is a server error, said so.
+  FakeTesserad garbled([](const RecordedRequest&) {
+    return CannedResponse{200, std::string("\xff\xff\xff", 3), "application/x-protobuf"};
+  });
+  const RunResult broken = Tessctl({"--server", garbled.url(), "get", "77"});
+  CHECK(broken.exit_code == 2);
+  CHECK(broken.err.find("malformed job from server: not a valid binary tessera.v1.Job") !=
+        std::string::npos);
 }
 
 TEST_CASE("tessctl submit -f reads a JSON file, flags override it, -o json prints the Job") {
@@ -212,7 +257,7 @@ TEST_CASE("tessctl submit -f reads a JSON file, flags override it, -o json print
   const auto job = ParseJson<tessera::v1::Job>(run.out);
   CHECK(job.id() == 42);
   CHECK(job.status().state() == tessera::v1::PENDING);
-  const auto spec = ParseJson<tessera::v1::JobSpec>(server.requests().at(0).body);
+  const auto spec = ParseBody<tessera::v1::JobSpec>(server.requests().at(0));
   CHECK(spec.name() == "x");
   CHECK(spec.queue() == "a/b");
   CHECK(spec.task().gpu_milli() == 500);
@@ -248,7 +293,7 @@ labels: {team: vision}
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out == "42\n");
-  const auto spec = ParseJson<tessera::v1::JobSpec>(server.requests().at(0).body);
+  const auto spec = ParseBody<tessera::v1::JobSpec>(server.requests().at(0));
   CHECK(spec.name() == "resnet");
   CHECK(spec.tasks() == 4);
   CHECK(spec.priority_class() == "high");
@@ -466,7 +511,8 @@ TEST_CASE("tessctl refuses a negative count with the bounds as integers") {
 // Answers each submit with a job whose id is 100 + the request's number, or 400 for a job named
 // "refused".
 CannedResponse NumberedJobs(const RecordedRequest& request, std::atomic<int>* count) {
-  if (request.body.find("\"name\":\"refused\"") != std::string::npos) {
+  tessera::v1::JobSpec spec;
+  if (spec.ParseFromString(request.body) && spec.name() == "refused") {
     return {400, R"({"code":"INVALID_ARGUMENT","message":"tasks: must be >= 1"})"};
   }
   return Ok(R"({"id":")" + std::to_string(100 + (*count)++) + R"("})");
@@ -492,7 +538,7 @@ task: {gpu_count: 1}
   REQUIRE(requests.size() == 2);
   std::vector<std::string> queues;
   for (const auto& request : requests) {
-    const auto spec = ParseJson<tessera::v1::JobSpec>(request.body);
+    const auto spec = ParseBody<tessera::v1::JobSpec>(request);
     CHECK(spec.tasks() == 2);  // the flag applies to every document.
     queues.push_back(spec.queue());
   }
@@ -510,7 +556,7 @@ TEST_CASE("tessctl submit --array N submits N numbered copies with numbered keys
   CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 20);
   std::vector<std::string> names, keys;
   for (const auto& request : server.requests()) {
-    names.push_back(ParseJson<tessera::v1::JobSpec>(request.body).name());
+    names.push_back(ParseBody<tessera::v1::JobSpec>(request).name());
     keys.push_back(request.idempotency_key);
   }
   REQUIRE(names.size() == 20);
