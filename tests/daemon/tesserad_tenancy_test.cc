@@ -122,6 +122,25 @@ TEST_CASE("tesserad: a submit over a queue's pending jobs limit is refused with 
   CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-b", "", 32), kTenantB).status == 429);
 }
 
+TEST_CASE("tesserad: a tenant's parent queue bounds its pending jobs in all its leaves (429)") {
+  ScratchDir dir("tenant-pending-limit");
+  TenantDaemon daemon(dir, "");
+  for (const char* leaf : {"team-a/x", "team-a/y"}) {
+    const std::string body = std::string(R"({"name":")") + leaf + "\"}";
+    REQUIRE(daemon.Call(verb::post, "/v1/queues", body, kAdmin).status == 200);
+  }
+  REQUIRE(
+      daemon.Call(verb::put, "/v1/queues/team-a", R"({"name":"team-a","maxPendingJobs":1})", kAdmin)
+          .status == 200);
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-a/x", "", 32), kTenantA).status == 200);
+  const Reply other_leaf = daemon.Call(verb::post, "/v1/jobs", Spec("team-a/y", "", 32), kTenantA);
+  CHECK(other_leaf.status == 429);
+  CHECK(other_leaf.body ==
+        R"({"code":"RESOURCE_EXHAUSTED","message":"queue 'team-a' holds 1 pending jobs in its )"
+        R"(subtree, its limit (max_pending_jobs); retry when some have started"})");
+  CHECK(daemon.Call(verb::post, "/v1/jobs", Spec("team-b", "", 32), kTenantB).status == 200);
+}
+
 TEST_CASE("tesserad: a spec over the configured sizes is refused with 400 naming the limit") {
   ScratchDir dir("sizes");
   TenantDaemon daemon(dir, "limits: {max_command_bytes: 100, max_env_bytes: 100}\n");

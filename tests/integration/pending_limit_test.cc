@@ -82,5 +82,37 @@ TEST_CASE("pending limit: a queue's max_pending_jobs takes precedence over the d
   CHECK(invalid.message() == "max_pending_jobs: must be >= 0, got -1");
 }
 
+TEST_CASE("pending limit: a parent queue's max_pending_jobs bounds all its leaves together") {
+  auto t = OpenCluster(OneNode(1));
+  Scheduler* s = t.scheduler.get();
+  v1::QueueSpec org = QueueSpec("org");
+  org.set_max_pending_jobs(2);
+  CreateQueue(s, org);
+  CreateQueue(s, QueueSpec("org/a"));
+  CreateQueue(s, QueueSpec("org/b"));
+  CreateQueue(s, QueueSpec("other"));
+  // 2 GPUs never fit on a 1-GPU node: these wait.
+  MustSubmit(s, JobSpecBuilder("org/a").Gpus(2).Build());
+  MustSubmit(s, JobSpecBuilder("org/b").Gpus(2).Build());
+  for (const char* leaf : {"org/a", "org/b"}) {
+    auto refused = s->Submit(JobSpecBuilder(leaf).Gpus(2).Build());
+    CHECK(refused.status().code() == StatusCode::kResourceExhausted);
+    CHECK(refused.status().message() ==
+          "queue 'org' holds 2 pending jobs in its subtree, its limit (max_pending_jobs); retry "
+          "when some have started");
+  }
+  // A queue outside the subtree, even one whose name starts alike, is not counted.
+  MustSubmit(s, JobSpecBuilder("other").Gpus(2).Build());
+  CreateQueue(s, QueueSpec("org-2"));
+  MustSubmit(s, JobSpecBuilder("org-2").Gpus(2).Build());
+  // A running job does not wait: once one leaves the line there is room again.
+  auto jobs = s->ListJobs({});
+  REQUIRE(jobs.ok());
+  REQUIRE(s->Cancel(jobs->jobs(0).id()).ok());
+  t->WaitIdle();
+  auto room = s->Submit(JobSpecBuilder("org/b").GpuFraction(500).Build());
+  CHECK_MESSAGE(room.ok(), room.status().ToString());
+}
+
 }  // namespace
 }  // namespace tessera

@@ -148,6 +148,22 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
                 " pending jobs, its limit (max_pending_jobs); retry when some have started");
           }
         }
+        // A parent's max_pending_jobs bounds its whole subtree (a tenant's, say).
+        for (size_t slash = queue.rfind('/'); slash != std::string::npos && slash > 0;
+             slash = queue.rfind('/', slash - 1)) {
+          const std::string parent = queue.substr(0, slash);
+          TESSERA_ASSIGN_OR_RETURN(store::WriteTransaction::QueueShape above,
+                                   t.GetQueueShape(parent));
+          if (above.max_pending_jobs <= 0) continue;
+          TESSERA_ASSIGN_OR_RETURN(int64_t pending,
+                                   t.CountPendingJobsUnder(parent, above.max_pending_jobs));
+          if (pending >= above.max_pending_jobs) {
+            return ResourceExhaustedError(
+                "queue '" + parent + "' holds " + std::to_string(above.max_pending_jobs) +
+                " pending jobs in its subtree, its limit (max_pending_jobs); retry when some "
+                "have started");
+          }
+        }
         TESSERA_ASSIGN_OR_RETURN(
             uint64_t id,
             t.InsertJob(*job, priority_value, now, outcome->spec_bytes, outcome->status_bytes));

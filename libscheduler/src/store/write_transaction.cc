@@ -29,6 +29,11 @@ const CachedSql kQueueShape(
 const CachedSql kCountPending(
     "SELECT COUNT(*) FROM (SELECT 1 FROM jobs INDEXED BY jobs_pending_by_queue "
     "WHERE queue = ? AND state = 1 LIMIT ?)");
+// Jobs live in leaves only: a subtree's are those whose queue starts with "parent/", the names
+// between "parent/" and "parent0" ('0' follows '/').
+const CachedSql kCountPendingUnder(
+    "SELECT COUNT(*) FROM (SELECT 1 FROM jobs INDEXED BY jobs_pending_by_queue "
+    "WHERE queue > ? AND queue < ? AND state = 1 LIMIT ?)");
 
 // Event rows per multi-row INSERT: enough to take most of the per-statement cost off each row.
 constexpr size_t kEventsPerInsert = 16;
@@ -256,6 +261,16 @@ StatusOr<int64_t> WriteTransaction::CountPendingJobs(const std::string& queue, i
   TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kCountPending));
   s->BindText(1, queue);
   s->BindInt(2, up_to);
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->ColumnInt(0) : 0;
+}
+
+StatusOr<int64_t> WriteTransaction::CountPendingJobsUnder(const std::string& parent,
+                                                          int64_t up_to) {
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s, db_.Prepare(kCountPendingUnder));
+  s->BindText(1, parent + "/");
+  s->BindText(2, parent + "0");
+  s->BindInt(3, up_to);
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->ColumnInt(0) : 0;
 }

@@ -82,6 +82,8 @@ class WriteTransaction {
   StatusOr<int64_t> CountUnfinishedJobs(const std::string& queue);
   // The PENDING jobs of leaf `queue`, counted up to `up_to` (the cost grows with the count).
   StatusOr<int64_t> CountPendingJobs(const std::string& queue, int64_t up_to);
+  // The PENDING jobs of every leaf below parent queue `parent`, counted up to `up_to`.
+  StatusOr<int64_t> CountPendingJobsUnder(const std::string& parent, int64_t up_to);
   Status PutQueue(const v1::QueueSpec& spec);
   Status DeleteQueue(const std::string& name);
 
