@@ -16,11 +16,11 @@
 // thread.
 #pragma once
 
+#include <sys/socket.h>
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <atomic>
-#include <sys/socket.h>
+#include <cerrno>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -314,8 +314,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   enum class Peek { kNothingYet, kBytes, kClosed };
   Peek PeekForHangup() {
     char byte = 0;
-    const ssize_t got =
-        ::recv(tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t got = ::recv(tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (got > 0) return Peek::kBytes;
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       return Peek::kNothingYet;

@@ -204,7 +204,8 @@ TEST_CASE("scenario findings: a vGPU job that preempts gets the GPU its victims 
   for (uint64_t id : low) CHECK(MustGet(s, id).status().preemptions() == 1);
 }
 
-TEST_CASE("scenario findings: a time slice and a vGPU of the same size both start on an idle cluster") {
+TEST_CASE(
+    "scenario findings: a time slice and a vGPU of the same size both start on an idle cluster") {
   // A 4 GiB time slice and an A100-4C vGPU differ only in their form. The placement scorer
   // cached per node whether a shape fits and keyed both alike, so the vGPU's "does not fit" on
   // the time-sliced node became the time slice's answer there: it waited for ever, "1 node(s)

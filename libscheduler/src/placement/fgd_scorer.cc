@@ -88,11 +88,11 @@ int64_t FgdScorer::Score(const NodeState& node, const TaskShape&,
 }
 
 FgdScorer::ShapeKey FgdScorer::KeyOf(const TaskShape& s) const {
-  return {s.cpu_milli,   measure_.options().check_memory ? s.memory_mib : 0,
-          s.gpu_count,   s.gpu_milli,
-          s.gpu_memory_mib, s.models,
-          s.same_nvlink, s.form,
-          s.mig_profile, s.vgpu_family,
+  return {s.cpu_milli,           measure_.options().check_memory ? s.memory_mib : 0,
+          s.gpu_count,           s.gpu_milli,
+          s.gpu_memory_mib,      s.models,
+          s.same_nvlink,         s.form,
+          s.mig_profile,         s.vgpu_family,
           s.vgpu_framebuffer_gib};
 }
 

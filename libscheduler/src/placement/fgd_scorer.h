@@ -86,8 +86,8 @@ class FgdScorer : public Scorer {
   // Fields of a shape that the choice depends on; memory only through the filters. The form of
   // share and the exact MIG profile or vGPU type are part of it: a time slice and a vGPU of the
   // same sizes fit on different GPUs.
-  using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, int64_t, ModelMask, bool,
-                              GpuForm, std::string, std::string, int32_t>;
+  using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, int64_t, ModelMask, bool, GpuForm,
+                              std::string, std::string, int32_t>;
   // Shapes whose choices are cached at once (each a vector over the nodes, 32 bytes a node).
   // Past it every id is given out anew and the vectors are reused, so a workload of ever new
   // shapes (every job its own memory size) neither grows nor reallocates them.
