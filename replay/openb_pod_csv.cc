@@ -11,11 +11,11 @@
 #include <tuple>
 #include <unordered_map>
 
-#ifndef TESSERA_BENCH_SOURCE_DIR
-#define TESSERA_BENCH_SOURCE_DIR "."
+#ifndef TESSERA_SOURCE_DIR
+#define TESSERA_SOURCE_DIR "."
 #endif
 
-namespace tessera::bench {
+namespace tessera::replay {
 namespace {
 
 std::vector<std::string> SplitFields(const std::string& line, char separator) {
@@ -200,7 +200,7 @@ std::string OpenbDataDir(const std::string& override) {
   if (!override.empty()) return override;
   if (const char* env = std::getenv("TESSERA_OPENB_DIR"); env && *env) return env;
   // The data lives beside the repository (shared by every checkout), never inside it.
-  return std::string(TESSERA_BENCH_SOURCE_DIR) + "/../shared/data/openb";
+  return std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
 }
 
 StatusOr<std::string> ResolveOpenbFile(const std::string& name, const std::string& data_dir,
@@ -265,4 +265,4 @@ v1::SimulatedCluster OpenbCluster(const std::vector<OpenbNode>& nodes) {
   return cluster;
 }
 
-}  // namespace tessera::bench
+}  // namespace tessera::replay
