@@ -1,0 +1,269 @@
+// tessera-replay: what-if replay of a job trace through the real scheduler in virtual time, with
+// the same YAML config tesserad reads (docs/replay.md). Reads the trace, opens a scheduler on a
+// ManualClock and the simulated executor, replays every arrival, and prints one JSON summary on
+// stdout; warnings, bad rows and the progress bar go to stderr.
+//
+// Exit status: 0 when the replay ran; 1 when it failed or some submits were refused (the
+// summary still prints) or, with --strict, the trace had bad rows; 2 for bad flags or input.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "decision_log.h"
+#include "replay_config.h"
+#include "replay_report.h"
+#include "replay_run.h"
+#include "trace_format.h"
+
+namespace tessera::replay {
+namespace {
+
+// Wall seconds per replayed job measured on this project's 2-core build machine for a
+// 100,000-job trace on 1,000 nodes (docs/replay.md, "Speed"); only the up-front estimate uses it.
+constexpr double kMeasuredWallSecondsPerJob = 40e-6;
+// Replays expected to take longer than this get a warning before they start and again when the
+// live pace says so.
+constexpr double kLongReplayWallS = 600;
+
+std::string Duration(double s) {
+  char buffer[64];
+  if (s >= 3600) {
+    std::snprintf(buffer, sizeof(buffer), "%.1f h", s / 3600);
+  } else if (s >= 60) {
+    std::snprintf(buffer, sizeof(buffer), "%.1f min", s / 60);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%.1f s", s);
+  }
+  return buffer;
+}
+
+// Draws a one-line bar on stderr (redrawn in place on a terminal) and warns once when the pace
+// says the replay will run past kLongReplayWallS.
+class ProgressBar {
+ public:
+  ProgressBar(bool draw, bool terminal) : draw_(draw), terminal_(terminal) {}
+
+  void Update(const ReplayProgress& p) {
+    const double done = p.total > 0 ? static_cast<double>(p.submitted) / p.total : 1.0;
+    if (!warned_ && p.wall_s >= 2 && done > 0 && done < 1) {
+      const double total_wall = p.wall_s / done;
+      if (total_wall > kLongReplayWallS) {
+        warned_ = true;
+        std::fprintf(stderr,
+                     "%stessera-replay: warning: at the present pace this replay takes about %s "
+                     "of wall time (%zu of %zu jobs in %s); --jobs N replays the first N\n",
+                     terminal_ && drawn_ ? "\n" : "", Duration(total_wall).c_str(), p.submitted,
+                     p.total, Duration(p.wall_s).c_str());
+      }
+    }
+    if (!draw_) return;
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(done * kWidth);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.append(static_cast<size_t>(kWidth - filled), '.');
+    const double simulated_s = static_cast<double>(p.simulated_us) / 1e6;
+    std::fprintf(stderr, "%s[%s] %3.0f%% %zu/%zu jobs, %.2f days simulated, %.0fx real time",
+                 terminal_ ? "\r" : "", bar.c_str(), done * 100, p.submitted, p.total,
+                 simulated_s / 86400, p.wall_s > 0 ? simulated_s / p.wall_s : 0.0);
+    if (!terminal_) std::fputc('\n', stderr);
+    drawn_ = true;
+  }
+
+  void Finish() {
+    if (draw_ && terminal_ && drawn_) std::fputc('\n', stderr);
+  }
+
+ private:
+  bool draw_;
+  bool terminal_;
+  bool drawn_ = false;
+  bool warned_ = false;
+};
+
+void ReportBadRows(const std::string& path, const Trace& trace) {
+  if (trace.bad_rows == 0) return;
+  std::cerr << "tessera-replay: " << path << ": " << trace.bad_rows << " of " << trace.rows
+            << " rows refused";
+  if (trace.bad_rows > static_cast<int64_t>(trace.first_bad.size())) {
+    std::cerr << " (first " << trace.first_bad.size() << " shown)";
+  }
+  std::cerr << ":\n";
+  for (const BadRow& row : trace.first_bad) {
+    std::cerr << "  " << path << ":" << row.line << ": " << row.reason << '\n';
+  }
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app{"tessera-replay: replay a job trace through the Tessera scheduler in virtual time "
+               "with a tesserad config, and summarise what happened (docs/replay.md)"};
+  TraceRequest trace_request;
+  ReplayConfigRequest config_request;
+  std::string jobs_csv;
+  std::string decision_log_path;
+  bool progress = false;
+  bool no_progress = false;
+  bool strict = false;
+  std::string swf_queues = "user";
+  app.add_option("trace", trace_request.path,
+                 "the trace file (for --format openb also a short name: default, gpuspec33, ...)")
+      ->required();
+  app.add_option("--format", trace_request.format,
+                 "jsonl | csv | swf | openb; default: from the file name");
+  app.add_option("--columns", trace_request.columns,
+                 "csv: field=column pairs, e.g. submit=timestamp,duration_s=duration,gpus=num_gpus"
+                 ",queue=cluster (fields: submit, duration_s, gpus, gpu_milli, cpu_milli, "
+                 "memory_mib, tasks, priority_class, queue, user, name)");
+  app.add_option("--queue-parent", trace_request.queue_parent,
+                 "csv, swf, openb: queue under which the trace's queues are created (created "
+                 "too); default: top level");
+  app.add_option("--default-queue", trace_request.default_queue,
+                 "jsonl: queue of jobs that name none; default: the config's default_queue");
+  app.add_option("--swf-gpus-per-processor", trace_request.swf.gpus_per_processor,
+                 "swf: GPUs of each task (one task per SWF processor); 0: CPU-only")
+      ->capture_default_str();
+  app.add_option("--swf-queues", swf_queues, "swf: a queue per user (field 12) or per queue "
+                 "number (field 15)")
+      ->check(CLI::IsMember({"user", "queue"}))
+      ->capture_default_str();
+  app.add_option("--openb-queues", trace_request.openb_queues,
+                 "openb: qos (a queue per QoS class) or single")
+      ->check(CLI::IsMember({"qos", "single"}))
+      ->capture_default_str();
+  app.add_option("--openb-unscheduled", trace_request.openb_unscheduled,
+                 "openb: pods the trace never scheduled: skip or run")
+      ->check(CLI::IsMember({"skip", "run"}))
+      ->capture_default_str();
+  app.add_option("--openb-data", trace_request.openb_data_dir,
+                 "openb: folder of the openb files; default: $TESSERA_OPENB_DIR or "
+                 "../shared/data/openb beside the sources");
+  app.add_option("--time-scale", trace_request.time_scale,
+                 "divide arrival times by this (durations unchanged): X times the offered load")
+      ->capture_default_str();
+  app.add_option("--jobs", trace_request.max_jobs, "replay only the first N arrivals; 0: all")
+      ->capture_default_str();
+  app.add_option("--config", config_request.config_path,
+                 "tesserad.yaml: queues, weights, decay, preemption, placement, priority classes "
+                 "and the simulated cluster; default: tesserad's defaults");
+  app.add_option("--cluster", config_request.cluster_path,
+                 "the cluster instead of the config's: an openb node list (.csv; with --format "
+                 "openb also a short name: gpu_node) or a simulated-cluster YAML file");
+  app.add_option("--set", config_request.sets,
+                 "override one config field, path=value (fair_share.usage_half_life_s=3600, "
+                 "preemption.enabled=false, queues[a/b].weight=2); repeatable");
+  app.add_option("--jobs-csv", jobs_csv, "write one CSV line per job to this file");
+  app.add_option("--decision-log", decision_log_path,
+                 "write every placement to this file (docs/testing.md)");
+  app.add_flag("--progress", progress, "draw the progress bar even when stderr is not a terminal");
+  app.add_flag("--no-progress", no_progress, "never draw the progress bar");
+  app.add_flag("--strict", strict, "exit 1 when the trace has bad rows (they are still reported)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  trace_request.swf.by_queue = swf_queues == "queue";
+
+  // An openb trace brings its own cluster unless told otherwise.
+  StatusOr<std::string> format = TraceFormatOf(trace_request);
+  if (!format.ok()) {
+    std::cerr << "tessera-replay: " << format.status().message() << '\n';
+    return 2;
+  }
+  if (*format == "openb") {
+    const std::string data_dir = OpenbDataDir(trace_request.openb_data_dir);
+    std::string cluster =
+        config_request.cluster_path.empty() ? "gpu_node" : config_request.cluster_path;
+    StatusOr<std::string> nodes = ResolveOpenbFile(cluster, data_dir, "openb_node_list_");
+    if (nodes.ok()) {
+      config_request.cluster_path = *nodes;
+    } else if (config_request.cluster_path.empty()) {
+      std::cerr << "tessera-replay: " << nodes.status().message() << '\n';
+      return 2;
+    }
+  }
+
+  StatusOr<ReplayConfig> config = LoadReplayConfig(config_request);
+  if (!config.ok()) {
+    std::cerr << "tessera-replay: " << config.status().message() << '\n';
+    return 2;
+  }
+  if (trace_request.default_queue.empty()) {
+    trace_request.default_queue =
+        config->options.default_queue.empty() ? "default" : config->options.default_queue;
+  }
+  StatusOr<Trace> trace = ReadTrace(trace_request);
+  if (!trace.ok()) {
+    std::cerr << "tessera-replay: " << trace.status().message() << '\n';
+    return 2;
+  }
+  ReportBadRows(trace_request.path, *trace);
+  if (trace->jobs.empty()) {
+    std::cerr << "tessera-replay: " << trace_request.path << ": no job to replay\n";
+    return 2;
+  }
+  const double estimate_s = static_cast<double>(trace->jobs.size()) * kMeasuredWallSecondsPerJob;
+  if (estimate_s > kLongReplayWallS) {
+    std::cerr << "tessera-replay: warning: " << trace->jobs.size()
+              << " jobs; at the pace measured for 100,000 jobs on 1,000 nodes this takes about "
+              << Duration(estimate_s) << " (more with more contention); --jobs N replays a "
+                                         "prefix\n";
+  }
+
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  ProgressBar bar(!no_progress && (progress || terminal), terminal);
+  RunSettings settings;
+  settings.on_progress = [&bar](const ReplayProgress& p) { bar.Update(p); };
+  settings.progress_every_s = terminal ? 0.25 : 5;
+  std::ofstream log_file;
+  std::optional<DecisionLog> log;
+  if (!decision_log_path.empty()) {
+    log_file.open(decision_log_path, std::ios::trunc);
+    if (!log_file) {
+      std::cerr << "tessera-replay: cannot write " << decision_log_path << '\n';
+      return 2;
+    }
+    log.emplace(log_file, kReplayEpochUs);
+    settings.decision_log = &*log;
+  }
+  StatusOr<RunOutcome> run = RunReplay(*config, *trace, settings);
+  bar.Finish();
+  if (!run.ok()) {
+    std::cerr << "tessera-replay: " << run.status().message() << '\n';
+    return 1;
+  }
+  if (!jobs_csv.empty()) {
+    std::ofstream out(jobs_csv, std::ios::trunc);
+    WriteJobsCsv(out, *trace, *run);
+    out.close();
+    if (!out) {
+      std::cerr << "tessera-replay: could not write " << jobs_csv << '\n';
+      return 1;
+    }
+  }
+  nlohmann::json summary = SummaryJson(*trace, *run);
+  summary["trace"]["path"] = trace_request.path;
+  summary["trace"]["format"] = *format;
+  summary["config"] = config_request.config_path;
+  summary["sets"] = config_request.sets;
+  std::cout << summary.dump(2) << std::endl;
+  if (run->result.submit_failures > 0) {
+    std::cerr << "tessera-replay: " << run->result.submit_failures
+              << " submits refused; first: " << run->result.first_submit_error << '\n';
+    return 1;
+  }
+  if (strict && trace->bad_rows > 0) return 1;
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera::replay
+
+int main(int argc, char** argv) { return tessera::replay::Run(argc, argv); }
