@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cerrno>
 #include <cstdlib>
 
@@ -11,6 +12,7 @@
 
 #include "openb_pod_csv.h"
 #include "tessera/daemon_config.h"
+#include "tessera/message_file.h"
 #include "trace_input.h"
 
 namespace tessera::replay {
@@ -217,6 +219,18 @@ StatusOr<ReplayConfig> LoadReplayConfig(const ReplayConfigRequest& request) {
     return InvalidArgumentError(
         "the config runs executor_plugin '" + c.executor_plugin().plugin() +
         "'; a replay runs the built-in simulated executor: give its cluster with --cluster");
+  }
+  if (request.cluster_scale != 1) {
+    if (!(request.cluster_scale > 0)) return InvalidArgumentError("--cluster-scale: must be > 0");
+    if (!c.simulated_cluster_file().empty()) {
+      TESSERA_RETURN_IF_ERROR(
+          ReadMessageFile(c.simulated_cluster_file(), c.mutable_simulated_cluster()));
+      c.clear_simulated_cluster_file();
+    }
+    for (v1::SimulatedNodeGroup& group : *c.mutable_simulated_cluster()->mutable_groups()) {
+      group.set_count(std::max<int32_t>(
+          1, static_cast<int32_t>(std::lround(group.count() * request.cluster_scale))));
+    }
   }
   for (const std::string& set : request.sets) TESSERA_RETURN_IF_ERROR(ApplySetting(set, &c));
   TESSERA_RETURN_IF_ERROR(ValidateDaemonConfig(c));

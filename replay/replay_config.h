@@ -37,6 +37,9 @@ struct ReplayConfigRequest {
   // cluster YAML file (docs/simulated-cluster.md). Empty: the config's simulated cluster.
   std::string cluster_path;
   std::vector<std::string> sets;  // "path=value", applied in order.
+  // Keep this share of each node group of the simulated cluster (rounded, at least one node),
+  // to see the same trace on a smaller or larger cluster. 1: as given.
+  double cluster_scale = 1;
 };
 
 struct ReplayConfig {

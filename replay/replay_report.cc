@@ -93,6 +93,10 @@ Json SummaryJson(const Trace& trace, const RunOutcome& run) {
   summary["wall_s"] = r.wall_s;
   summary["speedup"] = r.wall_s > 0 ? all.simulated_s / r.wall_s : 0.0;
   summary["steps"] = r.steps;
+  summary["wall_breakdown_s"] = Json{{"submit", r.submit_wall_s},
+                                     {"wait_idle", r.idle_wall_s},
+                                     {"next_wakeup_and_sampling", r.sample_wall_s},
+                                     {"read_back", r.read_back_wall_s}};
   summary["open_s"] = run.open_s;
   summary["decisions"] = run.stats.decisions();
   summary["bugs"] = run.stats.bugs();

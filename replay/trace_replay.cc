@@ -129,12 +129,15 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
 
   size_t next = 0;
   std::vector<std::pair<std::string, int64_t>> allocation;  // per queue, after the last step.
+  // Whether the last clock move reached a wake-up (or is the first move): only then can it
+  // have set off work that must settle before the arrivals of the instant are submitted.
+  bool move_reached_wakeup = true;
   while (true) {
     const TimestampUs now = clock.NowUs();
     size_t due = next;
     while (due < jobs.size() && options.epoch_us + jobs[due].submit_offset_us <= now) ++due;
     if (due > next) {
-      scheduler.WaitIdle();  // what the clock's move set off comes first.
+      if (move_reached_wakeup) scheduler.WaitIdle();  // what the clock's move set off first.
       Stopwatch submit;
       scheduler.PauseDecisions();
       SubmitBatch(scheduler, jobs, next, due, &result);
@@ -149,10 +152,12 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
     if (options.decision_log) TESSERA_RETURN_IF_ERROR(options.decision_log->Update(scheduler));
 
     Stopwatch sample;
-    TESSERA_ASSIGN_OR_RETURN(std::vector<v1::Queue> queues, scheduler.ListQueues());
-    allocation.clear();
-    for (const v1::Queue& q : queues) {
-      allocation.emplace_back(q.spec().name(), q.status().allocated().gpu_milli());
+    if (options.sample_queues) {
+      TESSERA_ASSIGN_OR_RETURN(std::vector<v1::Queue> queues, scheduler.ListQueues());
+      allocation.clear();
+      for (const v1::Queue& q : queues) {
+        allocation.emplace_back(q.spec().name(), q.status().allocated().gpu_milli());
+      }
     }
     const std::optional<TimestampUs> wakeup = scheduler.NextWakeupUs();
     result.sample_wall_s += sample.Seconds();
@@ -168,6 +173,7 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
     // A wake-up at or before now would be a timer WaitIdle left behind; step past it rather
     // than spin on the same instant.
     const TimestampUs to = std::max(*until, now + 1);
+    move_reached_wakeup = wakeup && *wakeup <= to;
     for (const auto& [name, milli] : allocation) {
       result.queue_gpu_milli_us[name] += static_cast<double>(milli) * static_cast<double>(to - now);
     }

@@ -55,6 +55,10 @@ struct ReplayOptions {
   double progress_every_s = 5;
   // When set, every placement is written to it after the step that made it (decision_log.h).
   DecisionLog* decision_log = nullptr;
+  // Read every queue's allocation after each step (ReplayResult::queue_gpu_milli_us, and from it
+  // ReplayMetrics::gpu_util_sampled_pct). It cross-checks the job times but costs a ListQueues
+  // per step; tessera-replay, which reports from job times alone, turns it off.
+  bool sample_queues = true;
 };
 
 // What became of one submitted job. Times are clock times (microseconds since the epoch of the
@@ -82,7 +86,8 @@ struct ReplayResult {
   int64_t submit_failures = 0;
   std::string first_submit_error;
   // Per queue (every queue ListQueues returns): allocated GPU compute integrated over the replay,
-  // in milli-GPU x microseconds, from [epoch_us, end_us]; and its weight (0 read as 1).
+  // in milli-GPU x microseconds, from [epoch_us, end_us] (0 unless sample_queues); and its
+  // weight (0 read as 1).
   std::map<std::string, double> queue_gpu_milli_us;
   std::map<std::string, double> queue_weight;
   // Where the wall time went: the whole replay, submitting, WaitIdle (the scheduler's own work:
