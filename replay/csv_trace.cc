@@ -26,8 +26,8 @@ namespace {
 
 const std::vector<std::string>& KnownFields() {
   static const std::vector<std::string> kFields = {
-      "submit", "duration_s", "gpus",  "gpu_milli", "cpu_milli", "memory_mib",
-      "tasks",  "priority_class", "queue", "user", "name"};
+      "submit", "duration_s",     "gpus",  "gpu_milli", "cpu_milli", "memory_mib",
+      "tasks",  "priority_class", "queue", "user",      "name"};
   return kFields;
 }
 
@@ -72,8 +72,8 @@ std::string Trim(const std::string& s) {
 // Column index of each field the header has, from the map.
 using ColumnIndex = std::map<std::string, size_t>;
 
-StatusOr<ColumnIndex> IndexHeader(const std::vector<std::string>& header,
-                                  const CsvColumns& columns, const std::string& path) {
+StatusOr<ColumnIndex> IndexHeader(const std::vector<std::string>& header, const CsvColumns& columns,
+                                  const std::string& path) {
   std::map<std::string, size_t> position;
   for (size_t i = 0; i < header.size(); ++i) position.emplace(Trim(header[i]), i);
   ColumnIndex index;
@@ -98,8 +98,7 @@ StatusOr<ColumnIndex> IndexHeader(const std::vector<std::string>& header,
 }
 
 Status ReadRow(const std::vector<std::string>& cells, const ColumnIndex& index,
-               const std::string& queue_parent, int64_t line, double* submit_s,
-               v1::JobSpec* spec) {
+               const std::string& queue_parent, int64_t line, double* submit_s, v1::JobSpec* spec) {
   auto cell = [&](const std::string& field) -> std::string {
     auto it = index.find(field);
     if (it == index.end() || it->second >= cells.size()) return "";

@@ -103,8 +103,9 @@ void ReportBadRows(const std::string& path, const Trace& trace) {
 }
 
 int Run(int argc, char** argv) {
-  CLI::App app{"tessera-replay: replay a job trace through the Tessera scheduler in virtual time "
-               "with a tesserad config, and summarise what happened (docs/replay.md)"};
+  CLI::App app{
+      "tessera-replay: replay a job trace through the Tessera scheduler in virtual time "
+      "with a tesserad config, and summarise what happened (docs/replay.md)"};
   TraceRequest trace_request;
   ReplayConfigRequest config_request;
   std::string jobs_csv;
@@ -130,7 +131,8 @@ int Run(int argc, char** argv) {
   app.add_option("--swf-gpus-per-processor", trace_request.swf.gpus_per_processor,
                  "swf: GPUs of each task (one task per SWF processor); 0: CPU-only")
       ->capture_default_str();
-  app.add_option("--swf-queues", swf_queues, "swf: a queue per user (field 12) or per queue "
+  app.add_option("--swf-queues", swf_queues,
+                 "swf: a queue per user (field 12) or per queue "
                  "number (field 15)")
       ->check(CLI::IsMember({"user", "queue"}))
       ->capture_default_str();

@@ -220,7 +220,9 @@ StatusOr<std::string> ResolveOpenbFile(const std::string& name, const std::strin
   std::string tried;
   for (const std::string& path : candidates) tried += (tried.empty() ? "" : ", ") + path;
   return NotFoundError("'" + name + "' is neither a file nor a trace in the data folder (tried " +
-                       tried + "; set TESSERA_OPENB_DIR, or the data folder flag: tessera-bench --data, tessera-replay --openb-data)");
+                       tried +
+                       "; set TESSERA_OPENB_DIR, or the data folder flag: tessera-bench --data, "
+                       "tessera-replay --openb-data)");
 }
 
 int64_t OpenbGpuMemoryMib(const std::string& model) {

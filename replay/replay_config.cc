@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include <google/protobuf/descriptor.h>
@@ -79,10 +79,13 @@ Status SetScalar(Message* m, const FieldDescriptor* f, const std::string& value)
       if (is32 && (n > INT32_MAX || n < INT32_MIN)) {
         return InvalidArgumentError("out of range for a 32-bit field: " + value);
       }
-      if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) r->SetInt32(m, f, static_cast<int32_t>(n));
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT32)
+        r->SetInt32(m, f, static_cast<int32_t>(n));
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT64) r->SetInt64(m, f, n);
-      if (f->cpp_type() == FieldDescriptor::CPPTYPE_UINT32) r->SetUInt32(m, f, static_cast<uint32_t>(n));
-      if (f->cpp_type() == FieldDescriptor::CPPTYPE_UINT64) r->SetUInt64(m, f, static_cast<uint64_t>(n));
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_UINT32)
+        r->SetUInt32(m, f, static_cast<uint32_t>(n));
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_UINT64)
+        r->SetUInt64(m, f, static_cast<uint64_t>(n));
       return Status::Ok();
     }
     case FieldDescriptor::CPPTYPE_DOUBLE:
@@ -108,8 +111,8 @@ Status SetScalar(Message* m, const FieldDescriptor* f, const std::string& value)
       if (!e) {
         for (int i = 0; i < f->enum_type()->value_count() && !e; ++i) {
           const std::string& full = f->enum_type()->value(i)->name();
-          if (full.size() > name.size() && full.compare(full.size() - name.size(), name.size(),
-                                                        name) == 0 &&
+          if (full.size() > name.size() &&
+              full.compare(full.size() - name.size(), name.size(), name) == 0 &&
               full[full.size() - name.size() - 1] == '_') {
             e = f->enum_type()->value(i);
           }

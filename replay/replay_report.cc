@@ -71,7 +71,8 @@ Json SummaryJson(const Trace& trace, const RunOutcome& run) {
   const ReplayMetrics all = SummarizeReplay(r, capacity);
 
   Json bad = Json::array();
-  for (const BadRow& row : trace.first_bad) bad.push_back({{"line", row.line}, {"reason", row.reason}});
+  for (const BadRow& row : trace.first_bad)
+    bad.push_back({{"line", row.line}, {"reason", row.reason}});
   Json notes = Json::object();
   for (const auto& [name, count] : trace.notes) notes[name] = count;
 

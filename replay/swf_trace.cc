@@ -41,15 +41,27 @@ Status ReadRow(const std::vector<std::string>& f, const SwfOptions& options,
     return InvalidArgumentError(std::to_string(f.size()) + " fields, SWF has 18");
   }
   std::vector<double> v(kSwfFields);
-  static const char* kNames[kSwfFields] = {
-      "job number", "submit time", "wait time", "run time", "allocated processors",
-      "average cpu time", "used memory", "requested processors", "requested time",
-      "requested memory", "status", "user id", "group id", "executable number", "queue number",
-      "partition number", "preceding job", "think time"};
+  static const char* kNames[kSwfFields] = {"job number",
+                                           "submit time",
+                                           "wait time",
+                                           "run time",
+                                           "allocated processors",
+                                           "average cpu time",
+                                           "used memory",
+                                           "requested processors",
+                                           "requested time",
+                                           "requested memory",
+                                           "status",
+                                           "user id",
+                                           "group id",
+                                           "executable number",
+                                           "queue number",
+                                           "partition number",
+                                           "preceding job",
+                                           "think time"};
   for (int i = 0; i < kSwfFields; ++i) {
-    TESSERA_ASSIGN_OR_RETURN(v[i], ParseNumber(f[i], std::string("field ") +
-                                                      std::to_string(i + 1) + " (" + kNames[i] +
-                                                      ")"));
+    TESSERA_ASSIGN_OR_RETURN(v[i], ParseNumber(f[i], std::string("field ") + std::to_string(i + 1) +
+                                                         " (" + kNames[i] + ")"));
   }
   *submit_s = v[1];
   if (v[1] < 0) return InvalidArgumentError("field 2 (submit time): unknown (-1)");

@@ -8,7 +8,8 @@ namespace tessera::replay {
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // An openb pod list as a Trace. ReadOpenbPods refuses a file with a bad row as a whole (naming
@@ -82,8 +83,8 @@ StatusOr<Trace> ReadTrace(const TraceRequest& request) {
   }
   if (request.time_scale != 1) {
     for (ReplayJob& job : trace.jobs) {
-      job.submit_offset_us = std::llround(static_cast<double>(job.submit_offset_us) /
-                                          request.time_scale);
+      job.submit_offset_us =
+          std::llround(static_cast<double>(job.submit_offset_us) / request.time_scale);
     }
   }
   return trace;

@@ -17,9 +17,9 @@ struct TraceRequest {
   // jsonl, csv, swf or openb; empty: from the file name (.jsonl/.ndjson: jsonl, .swf: swf,
   // openb_pod_list_*.csv: openb, other .csv: csv).
   std::string format;
-  std::string columns;       // csv: the column map.
-  std::string queue_parent;  // csv, swf, openb: parent of the queues made from the trace.
-  std::string default_queue; // jsonl: queue of jobs that name none.
+  std::string columns;        // csv: the column map.
+  std::string queue_parent;   // csv, swf, openb: parent of the queues made from the trace.
+  std::string default_queue;  // jsonl: queue of jobs that name none.
   SwfOptions swf;
   std::string openb_queues = "qos";
   std::string openb_unscheduled = "skip";

@@ -45,8 +45,8 @@ bool Expect(const std::string& text, size_t* pos, char c) {
 std::optional<double> ParseIso8601(const std::string& text) {
   size_t pos = 0;
   int64_t year, month, day, hour = 0, minute = 0, second = 0;
-  if (!Digits(text, &pos, 4, &year) || !Expect(text, &pos, '-') ||
-      !Digits(text, &pos, 2, &month) || !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &day)) {
+  if (!Digits(text, &pos, 4, &year) || !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &month) ||
+      !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &day)) {
     return std::nullopt;
   }
   if (month < 1 || month > 12 || day < 1 || day > 31) return std::nullopt;

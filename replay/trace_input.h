@@ -36,9 +36,9 @@ struct Trace {
   std::vector<std::string> queues;  // leaf queues the jobs name, in order of first use.
   int64_t rows = 0;                 // data rows read (good and bad; not comments or headers).
   int64_t bad_rows = 0;
-  std::vector<BadRow> first_bad;   // the first kBadRowsKept bad rows.
-  int64_t out_of_order = 0;        // rows that arrive before the row above them (sorted here).
-  double first_submit_s = 0;       // the earliest arrival, in the file's own seconds.
+  std::vector<BadRow> first_bad;  // the first kBadRowsKept bad rows.
+  int64_t out_of_order = 0;       // rows that arrive before the row above them (sorted here).
+  double first_submit_s = 0;      // the earliest arrival, in the file's own seconds.
   // What a reader changed or skipped on the way, by name, for the report (e.g. openb's
   // "skipped_unscheduled"); reader-specific, documented with each format.
   std::map<std::string, int64_t> notes;
@@ -65,9 +65,9 @@ class TraceBuilder {
 };
 
 // Seconds in a trace: a plain number ("12", "12.5", "-3") or an ISO 8601 date and time in UTC
-// or with an offset ("2023-11-14T10:00:00Z", "2023-11-14 10:00:00.250", "2023-11-14T12:00:00+02:00";
-// no zone means UTC), read as seconds since the Unix epoch. Errors: INVALID_ARGUMENT naming the
-// text.
+// or with an offset ("2023-11-14T10:00:00Z", "2023-11-14 10:00:00.250",
+// "2023-11-14T12:00:00+02:00"; no zone means UTC), read as seconds since the Unix epoch. Errors:
+// INVALID_ARGUMENT naming the text.
 StatusOr<double> ParseTraceSeconds(const std::string& text);
 
 // A number of `field`: the whole text must parse. Errors: INVALID_ARGUMENT "<field>: ...".
@@ -112,8 +112,8 @@ StatusOr<Trace> ReadCsvTrace(const std::string& path, const CsvColumns& columns,
 // processor (0: processors become cpu cores), runs for its run time, and goes to queue
 // `queue_parent`/u<user id> (or q<queue number> with by_queue). See swf_trace.cc.
 struct SwfOptions {
-  int gpus_per_processor = 1;  // >= 0
-  bool by_queue = false;  // queue per SWF queue number instead of per user.
+  int gpus_per_processor = 1;               // >= 0
+  bool by_queue = false;                    // queue per SWF queue number instead of per user.
   int64_t memory_mib_per_processor = 1024;  // when the trace gives no memory.
 };
 StatusOr<Trace> ReadSwfTrace(const std::string& path, const SwfOptions& options,

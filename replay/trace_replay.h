@@ -71,8 +71,8 @@ struct ReplayedJob {
   TimestampUs start_us = 0;   // status.start_time_us: admission of the last attempt.
   TimestampUs end_us = 0;     // status.end_time_us
   int attempt = 0;
-  int preemptions = 0;    // status.preemptions
-  int64_t gpu_milli = 0;  // GPU compute the job holds while it runs, all tasks together.
+  int preemptions = 0;      // status.preemptions
+  int64_t gpu_milli = 0;    // GPU compute the job holds while it runs, all tasks together.
   int64_t duration_us = 0;  // spec.simulation.duration_ms: how long it runs undisturbed.
 };
 

@@ -68,14 +68,15 @@ TEST_CASE("--set errors name the key and say what is wrong") {
 
 TEST_CASE("the config file means what it means to tesserad; the store is in memory") {
   testing::TempDir dir;
-  const std::string path = Write(dir, "tesserad.yaml",
-      "store:\n  path: /nonexistent/dir/tessera.db\n"
-      "fair_share:\n  usage_half_life_s: 600\n"
-      "preemption:\n  enabled: false\n"
-      "simulated_cluster:\n  groups:\n"
-      "    - {name_prefix: n, count: 3, cpu_milli: 8000, memory_mib: 16384, gpus: 2,"
-      " gpu_model: T4, gpu_memory_mib: 16384}\n"
-      "queues:\n  - {name: a, weight: 2}\n");
+  const std::string path =
+      Write(dir, "tesserad.yaml",
+            "store:\n  path: /nonexistent/dir/tessera.db\n"
+            "fair_share:\n  usage_half_life_s: 600\n"
+            "preemption:\n  enabled: false\n"
+            "simulated_cluster:\n  groups:\n"
+            "    - {name_prefix: n, count: 3, cpu_milli: 8000, memory_mib: 16384, gpus: 2,"
+            " gpu_model: T4, gpu_memory_mib: 16384}\n"
+            "queues:\n  - {name: a, weight: 2}\n");
   ReplayConfigRequest request;
   request.config_path = path;
   request.sets = {"fair_share.usage_half_life_s=1200"};
@@ -95,7 +96,8 @@ TEST_CASE("the config file means what it means to tesserad; the store is in memo
   CHECK(refused.status().message().find("store.max_batch") != std::string::npos);
 
   // --cluster replaces the config's cluster: an openb node list here.
-  const std::string nodes = Write(dir, "nodes.csv",
+  const std::string nodes = Write(
+      dir, "nodes.csv",
       "sn,cpu_milli,memory_mib,gpu,model\nh1,96000,786432,8,V100M32\nh2,96000,786432,8,V100M32\n");
   request.sets.clear();
   request.cluster_path = nodes;

@@ -38,13 +38,14 @@ TEST_CASE("summary: 3 jobs on 2 GPUs, worked out by hand") {
   REQUIRE(config.ok());
   // A and B start at 0 on the two GPUs. C arrives at 10 and waits for B, which ends at 50; C
   // then runs 50..80. A ends at 100.
-  const std::string trace_path = Write(dir, "t.jsonl",
-      "{\"submit\": 0, \"duration_s\": 100, \"job\": {\"name\": \"A\", \"queue\": \"q\","
-      " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024, \"gpuCount\": 1}}}\n"
-      "{\"submit\": 0, \"duration_s\": 50, \"job\": {\"name\": \"B\", \"queue\": \"q\","
-      " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024, \"gpuCount\": 1}}}\n"
-      "{\"submit\": 10, \"duration_s\": 30, \"job\": {\"name\": \"C\", \"queue\": \"q\","
-      " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024, \"gpuCount\": 1}}}\n");
+  const std::string trace_path =
+      Write(dir, "t.jsonl",
+            "{\"submit\": 0, \"duration_s\": 100, \"job\": {\"name\": \"A\", \"queue\": \"q\","
+            " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024, \"gpuCount\": 1}}}\n"
+            "{\"submit\": 0, \"duration_s\": 50, \"job\": {\"name\": \"B\", \"queue\": \"q\","
+            " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024, \"gpuCount\": 1}}}\n"
+            "{\"submit\": 10, \"duration_s\": 30, \"job\": {\"name\": \"C\", \"queue\": \"q\","
+            " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024, \"gpuCount\": 1}}}\n");
   StatusOr<Trace> trace = ReadJsonlTrace(trace_path, "default");
   REQUIRE(trace.ok());
   REQUIRE(trace->jobs.size() == 3);
@@ -86,20 +87,22 @@ TEST_CASE("summary: 3 jobs on 2 GPUs, worked out by hand") {
   WriteJobsCsv(csv, *trace, *run);
   const std::string text = csv.str();
   CHECK(text.rfind("index,id,name,queue,state,submit_s,start_s,end_s,wait_s,jct_s,", 0) == 0);
-  CHECK(text.find("\"C\",q,SUCCEEDED,10.000,50.000,80.000,40.000,70.000,30.000,1000,1,0,1.5556")
-        != std::string::npos);
+  CHECK(text.find("\"C\",q,SUCCEEDED,10.000,50.000,80.000,40.000,70.000,30.000,1000,1,0,1.5556") !=
+        std::string::npos);
 }
 
 TEST_CASE("summary: per-queue figures and Jain's index over weighted shares") {
   testing::TempDir dir;
   ReplayConfigRequest request;
-  request.config_path = Write(dir, "tesserad.yaml", std::string(kConfig) +
-                                                        "queues:\n  - {name: a, weight: 1}\n"
-                                                        "  - {name: b, weight: 1}\n");
+  request.config_path = Write(dir, "tesserad.yaml",
+                              std::string(kConfig) +
+                                  "queues:\n  - {name: a, weight: 1}\n"
+                                  "  - {name: b, weight: 1}\n");
   StatusOr<ReplayConfig> config = LoadReplayConfig(request);
   REQUIRE(config.ok());
   // a holds one GPU for 100 s, b one for 50 s: shares 0.5 and 0.25 of 2 GPUs x 100 s.
-  const std::string trace_path = Write(dir, "t.jsonl",
+  const std::string trace_path = Write(
+      dir, "t.jsonl",
       "{\"submit\": 0, \"duration_s\": 100, \"job\": {\"queue\": \"a\", \"task\": {\"cpuMilli\":"
       " 1000, \"memoryMib\": 1024, \"gpuCount\": 1}}}\n"
       "{\"submit\": 0, \"duration_s\": 50, \"job\": {\"queue\": \"b\", \"task\": {\"cpuMilli\":"
@@ -123,12 +126,13 @@ TEST_CASE("trace queues are created on the fly with their parents; refused submi
   request.config_path = Write(dir, "tesserad.yaml", kConfig);
   StatusOr<ReplayConfig> config = LoadReplayConfig(request);
   REQUIRE(config.ok());
-  const std::string trace_path = Write(dir, "t.jsonl",
-      "{\"submit\": 0, \"duration_s\": 1, \"job\": {\"queue\": \"org/team/alice\","
-      " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024}}}\n"
-      "{\"submit\": 0, \"duration_s\": 1, \"job\": {\"queue\": \"org/team/bob\","
-      " \"priorityClass\": \"no-such-class\", \"task\": {\"cpuMilli\": 1000,"
-      " \"memoryMib\": 1024}}}\n");
+  const std::string trace_path =
+      Write(dir, "t.jsonl",
+            "{\"submit\": 0, \"duration_s\": 1, \"job\": {\"queue\": \"org/team/alice\","
+            " \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024}}}\n"
+            "{\"submit\": 0, \"duration_s\": 1, \"job\": {\"queue\": \"org/team/bob\","
+            " \"priorityClass\": \"no-such-class\", \"task\": {\"cpuMilli\": 1000,"
+            " \"memoryMib\": 1024}}}\n");
   StatusOr<Trace> trace = ReadJsonlTrace(trace_path, "default");
   REQUIRE(trace.ok());
   StatusOr<RunOutcome> run = RunReplay(*config, *trace, RunSettings{});

@@ -42,9 +42,11 @@ TEST_CASE("queue segments are made valid") {
 
 TEST_CASE("jsonl: JobSpec JSON with submit and duration; bad rows by line") {
   testing::TempDir dir;
-  const std::string path = Write(dir, "t.jsonl",
+  const std::string path = Write(
+      dir, "t.jsonl",
       "# a comment\n"
-      "{\"submit\": 10, \"duration_s\": 60, \"job\": {\"queue\": \"a\", \"task\": {\"gpuCount\": 2}}}\n"
+      "{\"submit\": 10, \"duration_s\": 60, \"job\": {\"queue\": \"a\", \"task\": {\"gpuCount\": "
+      "2}}}\n"
       "\n"
       "{\"submit\": \"1970-01-01T00:00:05Z\", \"job\": {\"simulation\": {\"durationMs\": 1500}}}\n"
       "{\"submit\": 1, \"duration_s\": 0}\n"
@@ -84,14 +86,14 @@ TEST_CASE("jsonl: JobSpec JSON with submit and duration; bad rows by line") {
 TEST_CASE("csv: a column map, ISO submit times, queues made under the parent") {
   testing::TempDir dir;
   const std::string path = Write(dir, "t.csv",
-      "timestamp,duration,num_gpus,cluster,owner,cpu,mem,share,n,klass\n"
-      "2023-11-14T00:00:10Z,100,2,Team A,alice,4000,8192,,3,high\n"
-      "2023-11-14T00:00:00Z,50,0,vision,,,,250,,\n"
-      "2023-11-14T00:00:20Z,abc,1,x,,,,,,\n"
-      "2023-11-14T00:00:20Z,10,-1,x,,,,,,\n"
-      "\"2023-11-14T00:00:30Z\",10,1,\"quoted, name\",,,,,,\n"
-      "2023-11-14T00:00:30Z,10\n"
-      "soon,10,1,x,,,,,,\n");
+                                 "timestamp,duration,num_gpus,cluster,owner,cpu,mem,share,n,klass\n"
+                                 "2023-11-14T00:00:10Z,100,2,Team A,alice,4000,8192,,3,high\n"
+                                 "2023-11-14T00:00:00Z,50,0,vision,,,,250,,\n"
+                                 "2023-11-14T00:00:20Z,abc,1,x,,,,,,\n"
+                                 "2023-11-14T00:00:20Z,10,-1,x,,,,,,\n"
+                                 "\"2023-11-14T00:00:30Z\",10,1,\"quoted, name\",,,,,,\n"
+                                 "2023-11-14T00:00:30Z,10\n"
+                                 "soon,10,1,x,,,,,,\n");
   StatusOr<CsvColumns> columns = ParseCsvColumns(
       "submit=timestamp,duration_s=duration,gpus=num_gpus,queue=cluster,user=owner,"
       "cpu_milli=cpu,memory_mib=mem,gpu_milli=share,tasks=n,priority_class=klass");
@@ -158,13 +160,13 @@ TEST_CASE("csv: header problems and bad column maps are errors naming the field"
 TEST_CASE("swf: 18 fields, ';' comments, a task per processor, bad rows by line") {
   testing::TempDir dir;
   const std::string path = Write(dir, "t.swf",
-      "; Version: 2.2\n"
-      "; MaxProcs: 16\n"
-      "1 0 5 100 4 -1 -1 4 200 2048 1 7 1 -1 2 -1 -1 -1\n"
-      "2 30 0 0 -1 -1 1024 2 -1 -1 1 8 1 -1 3 -1 -1 -1\n"
-      "3 40 0 -1 2 -1 -1 2 -1 -1 0 7 1 -1 2 -1 -1 -1\n"
-      "4 50 0 10 2 -1\n"
-      "5 60 0 10 -1 -1 -1 -1 -1 -1 1 7 1 -1 2 -1 -1 -1\n");
+                                 "; Version: 2.2\n"
+                                 "; MaxProcs: 16\n"
+                                 "1 0 5 100 4 -1 -1 4 200 2048 1 7 1 -1 2 -1 -1 -1\n"
+                                 "2 30 0 0 -1 -1 1024 2 -1 -1 1 8 1 -1 3 -1 -1 -1\n"
+                                 "3 40 0 -1 2 -1 -1 2 -1 -1 0 7 1 -1 2 -1 -1 -1\n"
+                                 "4 50 0 10 2 -1\n"
+                                 "5 60 0 10 -1 -1 -1 -1 -1 -1 1 7 1 -1 2 -1 -1 -1\n");
   SwfOptions options;
   options.gpus_per_processor = 1;
   StatusOr<Trace> trace = ReadSwfTrace(path, options, "hpc");
@@ -187,9 +189,9 @@ TEST_CASE("swf: 18 fields, ';' comments, a task per processor, bad rows by line"
   CHECK(a.queue() == "hpc/u7");
   const v1::JobSpec& b = trace->jobs[1].spec;
   CHECK(trace->jobs[1].submit_offset_us == 30'000'000);
-  CHECK(b.tasks() == 2);                       // requested, as allocated is unknown
-  CHECK(b.simulation().duration_ms() == 1);    // run time 0: under half a second
-  CHECK(b.task().memory_mib() == 1);           // 1024 KB used
+  CHECK(b.tasks() == 2);                     // requested, as allocated is unknown
+  CHECK(b.simulation().duration_ms() == 1);  // run time 0: under half a second
+  CHECK(b.task().memory_mib() == 1);         // 1024 KB used
   CHECK(b.queue() == "hpc/u8");
 
   options.by_queue = true;
@@ -202,12 +204,13 @@ TEST_CASE("swf: 18 fields, ';' comments, a task per processor, bad rows by line"
 
 TEST_CASE("openb: a pod list becomes one-task jobs per QoS queue") {
   testing::TempDir dir;
-  const std::string path = Write(dir, "openb_pod_list_tiny.csv",
-      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
-      "deletion_time,scheduled_time\n"
-      "p1,4000,8192,1,500,,LS,Running,100,200,110\n"
-      "p2,2000,0,2,1000,V100M16,BE,Succeeded,50,150,60\n"
-      "p3,1000,1024,1,1000,,LS,Pending,120,300,\n");
+  const std::string path =
+      Write(dir, "openb_pod_list_tiny.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+            "deletion_time,scheduled_time\n"
+            "p1,4000,8192,1,500,,LS,Running,100,200,110\n"
+            "p2,2000,0,2,1000,V100M16,BE,Succeeded,50,150,60\n"
+            "p3,1000,1024,1,1000,,LS,Pending,120,300,\n");
   TraceRequest request;
   request.path = path;
   request.queue_parent = "openb";
