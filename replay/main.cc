@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "decision_log.h"
+#include "html_report.h"
 #include "replay_config.h"
 #include "replay_report.h"
 #include "replay_run.h"
@@ -109,6 +111,8 @@ int Run(int argc, char** argv) {
   TraceRequest trace_request;
   ReplayConfigRequest config_request;
   std::string jobs_csv;
+  std::string html_path;
+  std::vector<std::string> compare;
   std::string decision_log_path;
   bool progress = false;
   bool no_progress = false;
@@ -166,6 +170,12 @@ int Run(int argc, char** argv) {
                  "preemption.enabled=false, queues[a/b].weight=2); repeatable")
       ->allow_extra_args(false);
   app.add_option("--jobs-csv", jobs_csv, "write one CSV line per job to this file");
+  app.add_option("--html", html_path,
+                 "write a self-contained HTML report (utilisation, share per queue over time, "
+                 "wait CDFs; side by side with --compare)");
+  app.add_option("--compare", compare,
+                 "replay once per config file, side by side (instead of --config); the summary "
+                 "becomes {\"runs\": [...]}");
   app.add_option("--decision-log", decision_log_path,
                  "write every placement to this file (docs/testing.md)");
   app.add_flag("--progress", progress, "draw the progress bar even when stderr is not a terminal");
@@ -177,6 +187,21 @@ int Run(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   trace_request.swf.by_queue = swf_queues == "queue";
+  if (!compare.empty() && !config_request.config_path.empty()) {
+    std::cerr << "tessera-replay: --compare replaces --config; give the configs to --compare\n";
+    return 2;
+  }
+  if (compare.size() == 1) {
+    std::cerr << "tessera-replay: --compare needs at least two config files\n";
+    return 2;
+  }
+  if (!compare.empty() && (!jobs_csv.empty() || !decision_log_path.empty())) {
+    std::cerr << "tessera-replay: --jobs-csv and --decision-log write one replay's jobs; leave "
+                 "them out with --compare\n";
+    return 2;
+  }
+  std::vector<std::string> config_paths = compare;
+  if (config_paths.empty()) config_paths.push_back(config_request.config_path);
 
   // An openb trace brings its own cluster unless told otherwise.
   StatusOr<std::string> format = TraceFormatOf(trace_request);
@@ -197,14 +222,21 @@ int Run(int argc, char** argv) {
     }
   }
 
-  StatusOr<ReplayConfig> config = LoadReplayConfig(config_request);
-  if (!config.ok()) {
-    std::cerr << "tessera-replay: " << config.status().message() << '\n';
-    return 2;
+  std::vector<ReplayConfig> configs;
+  for (const std::string& path : config_paths) {
+    ReplayConfigRequest request = config_request;
+    request.config_path = path;
+    StatusOr<ReplayConfig> config = LoadReplayConfig(request);
+    if (!config.ok()) {
+      std::cerr << "tessera-replay: " << (path.empty() ? "" : path + ": ")
+                << config.status().message() << '\n';
+      return 2;
+    }
+    configs.push_back(std::move(*config));
   }
   if (trace_request.default_queue.empty()) {
-    trace_request.default_queue =
-        config->options.default_queue.empty() ? "default" : config->options.default_queue;
+    const std::string& configured = configs.front().options.default_queue;
+    trace_request.default_queue = configured.empty() ? "default" : configured;
   }
   StatusOr<Trace> trace = ReadTrace(trace_request);
   if (!trace.ok()) {
@@ -240,32 +272,64 @@ int Run(int argc, char** argv) {
     log.emplace(log_file, kReplayEpochUs);
     settings.decision_log = &*log;
   }
-  StatusOr<RunOutcome> run = RunReplay(*config, *trace, settings);
-  bar.Finish();
-  if (!run.ok()) {
-    std::cerr << "tessera-replay: " << run.status().message() << '\n';
-    return 1;
+  std::vector<RunOutcome> runs;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (configs.size() > 1) {
+      std::cerr << "tessera-replay: replay " << i + 1 << " of " << configs.size() << ": "
+                << config_paths[i] << '\n';
+    }
+    StatusOr<RunOutcome> run = RunReplay(configs[i], *trace, settings);
+    bar.Finish();
+    if (!run.ok()) {
+      std::cerr << "tessera-replay: " << run.status().message() << '\n';
+      return 1;
+    }
+    runs.push_back(std::move(*run));
   }
   if (!jobs_csv.empty()) {
     std::ofstream out(jobs_csv, std::ios::trunc);
-    WriteJobsCsv(out, *trace, *run);
+    WriteJobsCsv(out, *trace, runs.front());
     out.close();
     if (!out) {
       std::cerr << "tessera-replay: could not write " << jobs_csv << '\n';
       return 1;
     }
   }
-  nlohmann::json summary = SummaryJson(*trace, *run);
-  summary["trace"]["path"] = trace_request.path;
-  summary["trace"]["format"] = *format;
-  summary["config"] = config_request.config_path;
-  summary["sets"] = config_request.sets;
-  std::cout << summary.dump(2) << std::endl;
-  if (run->result.submit_failures > 0) {
-    std::cerr << "tessera-replay: " << run->result.submit_failures
-              << " submits refused; first: " << run->result.first_submit_error << '\n';
-    return 1;
+  std::vector<ReportRun> report_runs;
+  int64_t submit_failures = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    nlohmann::json summary = SummaryJson(*trace, runs[i]);
+    summary["trace"]["path"] = trace_request.path;
+    summary["trace"]["format"] = *format;
+    summary["config"] = config_paths[i];
+    summary["sets"] = config_request.sets;
+    const std::string label = config_paths[i].empty()
+                                  ? std::string("tesserad defaults")
+                                  : std::filesystem::path(config_paths[i]).filename().string();
+    report_runs.push_back(ReportRun{label, &runs[i], std::move(summary)});
+    if (runs[i].result.submit_failures > 0) {
+      std::cerr << "tessera-replay: " << label << ": " << runs[i].result.submit_failures
+                << " submits refused; first: " << runs[i].result.first_submit_error << '\n';
+      submit_failures += runs[i].result.submit_failures;
+    }
   }
+  if (report_runs.size() == 1) {
+    std::cout << report_runs.front().summary.dump(2) << std::endl;
+  } else {
+    nlohmann::json all = {{"runs", nlohmann::json::array()}};
+    for (const ReportRun& r : report_runs) all["runs"].push_back(r.summary);
+    std::cout << all.dump(2) << std::endl;
+  }
+  if (!html_path.empty()) {
+    std::ofstream out(html_path, std::ios::trunc);
+    WriteHtmlReport(out, "tessera-replay: " + trace_request.path, *trace, report_runs);
+    out.close();
+    if (!out) {
+      std::cerr << "tessera-replay: could not write " << html_path << '\n';
+      return 1;
+    }
+  }
+  if (submit_failures > 0) return 1;
   if (strict && trace->bad_rows > 0) return 1;
   return 0;
 }

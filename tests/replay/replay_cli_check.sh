@@ -33,4 +33,19 @@ else
   [ "$rc" -eq 2 ] || { echo "a bad --set exited $rc, not 2"; exit 1; }
 fi
 grep -q "fair_share.half_life" "$dir/err2.txt" || { cat "$dir/err2.txt"; exit 1; }
+# --compare: one replay per config, side by side, and the HTML report.
+printf 'preemption:\n  enabled: false\n' >"$dir/a.yaml"
+printf 'placement:\n  strategy: BINPACK\n' >"$dir/b.yaml"
+"$replay" "$dir/trace.jsonl" --no-progress --compare "$dir/a.yaml" "$dir/b.yaml" \
+  --html "$dir/report.html" >"$dir/cmp.json" 2>/dev/null
+python3 - "$dir/cmp.json" "$dir/report.html" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert [r["config"].split("/")[-1] for r in s["runs"]] == ["a.yaml", "b.yaml"], s
+page = open(sys.argv[2]).read()
+assert page.count("<svg") == 6 and "a.yaml" in page and "b.yaml" in page
+PY
+if "$replay" "$dir/trace.jsonl" --no-progress --config "$dir/a.yaml" --compare "$dir/a.yaml" "$dir/b.yaml" >/dev/null 2>&1; then
+  echo "--config with --compare was accepted"; exit 1
+fi
 echo "tessera-replay CLI check passed"

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "finish_time_fairness.h"
+#include "html_report.h"
 #include "replay_config.h"
 #include "replay_report.h"
 #include "replay_run.h"
@@ -82,6 +83,20 @@ TEST_CASE("summary: 3 jobs on 2 GPUs, worked out by hand") {
   CHECK(s["queues"]["q"]["gpu_util_pct"].get<double>() == doctest::Approx(90));
   CHECK(s["cluster"]["gpus"] == 2);
   CHECK(s["simulated_s"].get<double>() == doctest::Approx(100));
+
+  // The HTML report: the table holds the summary's figures; three plots per replay, side by side.
+  std::ostringstream html;
+  WriteHtmlReport(html, "three jobs", *trace,
+                  {ReportRun{"first", &*run, s}, ReportRun{"second", &*run, s}});
+  const std::string page = html.str();
+  size_t svgs = 0;
+  for (size_t at = page.find("<svg"); at != std::string::npos; at = page.find("<svg", at + 1)) {
+    ++svgs;
+  }
+  CHECK(svgs == 6);
+  CHECK(page.find("<td>73.3333</td>") != std::string::npos);  // avg_jct_s, %.6g
+  CHECK(page.find("Wait-time CDF per queue") != std::string::npos);
+  CHECK(page.find("<script") == std::string::npos);  // self-contained, nothing to run
 
   std::ostringstream csv;
   WriteJobsCsv(csv, *trace, *run);
