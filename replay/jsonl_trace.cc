@@ -56,6 +56,21 @@ Status ReadRow(const std::string& line, const std::string& default_queue, double
     return InvalidArgumentError("duration_s: required (or job.simulation.durationMs)");
   }
   if (spec->queue().empty()) spec->set_queue(default_queue);
+  // A queue the scheduler could not create makes the row bad here, where its line is known.
+  const std::string& queue = spec->queue();
+  size_t start = 0;
+  while (true) {
+    const size_t slash = queue.find('/', start);
+    const std::string segment =
+        queue.substr(start, slash == std::string::npos ? slash : slash - start);
+    if (SanitizeQueueSegment(segment) != segment) {
+      return InvalidArgumentError("job.queue: '" + queue +
+                                  "' is not a queue path ('/'-separated segments of letters, "
+                                  "digits, '.', '_' or '-', each starting with a letter or digit)");
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
   return Status::Ok();
 }
 

@@ -7,10 +7,10 @@
 // the clock reaches its arrival, and otherwise jumps the clock straight to the next moment when
 // something happens, min(next arrival, Scheduler::NextWakeupUs()), calling WaitIdle() after
 // every move so that each step is deterministic. The arrivals of one instant are submitted with
-// decisions paused, after what the clock's move set off has settled, so that the engine sees
-// them all at once however the store batches their commits: the same trace gives the same
-// decisions every run. Idle virtual time costs nothing, so months of
-// trace replay in seconds.
+// decisions paused, after what the clock's move set off has settled (a move that reached no
+// wake-up set off nothing, and the settling is skipped), so that the engine sees them all at
+// once however the store batches their commits: the same trace gives the same decisions every
+// run. Idle virtual time costs nothing, so months of trace replay in seconds.
 //
 // Results come back through the public API only: job states and times from ListJobs, queue
 // allocations from ListQueues after every step (allocations change only at steps, so summing

@@ -54,13 +54,14 @@ TEST_CASE("jsonl: JobSpec JSON with submit and duration; bad rows by line") {
       "{\"submit\": 1, \"duration_s\": 5, \"jobb\": {}}\n"
       "{\"submit\": 1, \"duration_s\": 5, \"job\": {\"gpu\": 1}}\n"
       "{\"duration_s\": 5}\n"
-      "{\"submit\": 1}\n");
+      "{\"submit\": 1}\n"
+      "{\"submit\": 1, \"duration_s\": 5, \"job\": {\"queue\": \"a b/c\"}}\n");
   StatusOr<Trace> trace = ReadJsonlTrace(path, "default");
   REQUIRE(trace.ok());
-  CHECK(trace->rows == 8);
+  CHECK(trace->rows == 9);
   REQUIRE(trace->jobs.size() == 2);
-  CHECK(trace->bad_rows == 6);
-  REQUIRE(trace->first_bad.size() == 6);
+  CHECK(trace->bad_rows == 7);
+  REQUIRE(trace->first_bad.size() == 7);
   CHECK(trace->first_bad[0].line == 5);
   CHECK(trace->first_bad[0].reason.find("duration_s") != std::string::npos);
   CHECK(trace->first_bad[1].line == 6);
@@ -70,6 +71,8 @@ TEST_CASE("jsonl: JobSpec JSON with submit and duration; bad rows by line") {
   CHECK(trace->first_bad[4].line == 9);
   CHECK(trace->first_bad[4].reason.find("submit") != std::string::npos);
   CHECK(trace->first_bad[5].line == 10);
+  CHECK(trace->first_bad[6].line == 11);
+  CHECK(trace->first_bad[6].reason.find("not a queue path") != std::string::npos);
   // Sorted by arrival, offsets from the first (t = 5).
   CHECK(trace->out_of_order == 1);
   CHECK(trace->first_submit_s == doctest::Approx(5));
