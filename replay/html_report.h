@@ -4,7 +4,8 @@
 // and the wait-time CDF of each queue (docs/replay.md, "HTML report").
 //
 // The curves come from the jobs' start and end times, averaged over 200 equal intervals of the
-// replay, so they are exact averages, not point samples.
+// replay, so they are exact averages, not point samples. They show each job's last attempt
+// only (ReplayedJob keeps no earlier ones).
 //
 // Thread safety: pure functions.
 #pragma once

@@ -29,9 +29,9 @@ namespace tessera::replay {
 namespace {
 
 // Wall seconds per replayed job measured on this project's 2-core build machine for a
-// 100,000-job trace on 1,000 nodes: 70.3 s (docs/replay.md, "Speed"); only the up-front estimate
+// 100,000-job trace on 1,000 nodes: 81.6 s (docs/replay.md, "Speed"); only the up-front estimate
 // uses it.
-constexpr double kMeasuredWallSecondsPerJob = 0.7e-3;
+constexpr double kMeasuredWallSecondsPerJob = 0.8e-3;
 // Replays expected to take longer than this get a warning before they start and again when the
 // live pace says so.
 constexpr double kLongReplayWallS = 600;
@@ -251,7 +251,7 @@ int Run(int argc, char** argv) {
   const double estimate_s = static_cast<double>(trace->jobs.size()) * kMeasuredWallSecondsPerJob;
   if (estimate_s > kLongReplayWallS) {
     std::cerr << "tessera-replay: warning: " << trace->jobs.size()
-              << " jobs; at the pace measured for 100,000 jobs on 1,000 nodes (0.7 ms each) "
+              << " jobs; at the pace measured for 100,000 jobs on 1,000 nodes (0.8 ms each) "
                  "this takes about "
               << Duration(estimate_s) << " of wall time; --jobs N replays a prefix\n";
   }

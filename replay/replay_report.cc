@@ -77,7 +77,9 @@ Json SummaryJson(const Trace& trace, const RunOutcome& run) {
   for (const auto& [name, count] : trace.notes) notes[name] = count;
 
   Json summary = MetricsJson(all, rho);
-  summary["jain_fairness"] = all.jain_fairness;
+  // Utilisation from the allocations sampled at every step, which count every attempt of a job
+  // (a preempted attempt held its GPUs too); job times give only each job's last attempt.
+  summary["gpu_util_pct"] = all.gpu_util_sampled_pct;
   summary["lost_gpu_hours"] = static_cast<double>(run.stats.lost_gpu_seconds()) / 3600.0;
   summary["scheduler_preemptions"] = run.stats.preemptions();
   summary["submit_failures"] = r.submit_failures;
@@ -107,14 +109,19 @@ Json SummaryJson(const Trace& trace, const RunOutcome& run) {
     if (r.jobs[i].id != 0) rho_of[r.jobs[i].queue].push_back(rho[i]);
   }
   Json queues = Json::object();
+  std::vector<double> weighted_shares;  // per queue that got jobs, for Jain's index.
   for (const auto& [queue, values] : rho_of) {
     const ReplayMetrics m = SummarizeReplay(r, capacity, &queue);
     Json q = MetricsJson(m, values);
+    q["gpu_util_pct"] = m.gpu_util_sampled_pct;
     auto w = r.queue_weight.find(queue);
-    q["weight"] = w == r.queue_weight.end() ? 1.0 : w->second;
+    const double weight = w == r.queue_weight.end() ? 1.0 : w->second;
+    q["weight"] = weight;
     queues[queue] = q;
+    weighted_shares.push_back(m.gpu_util_sampled_pct / 100.0 / weight);
   }
   summary["queues"] = queues;
+  summary["jain_fairness"] = JainFairness(weighted_shares);
   return summary;
 }
 

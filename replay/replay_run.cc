@@ -63,7 +63,6 @@ StatusOr<RunOutcome> RunReplay(const ReplayConfig& config, const Trace& trace,
   replay_options.on_progress = settings.on_progress;
   replay_options.progress_every_s = settings.progress_every_s;
   replay_options.decision_log = settings.decision_log;
-  replay_options.sample_queues = false;  // the report uses job times only.
   TESSERA_ASSIGN_OR_RETURN(out.result, ReplayTrace(*scheduler, *clock, trace.jobs, replay_options));
   out.stats = scheduler->GetStats();
   return out;

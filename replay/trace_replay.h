@@ -56,8 +56,8 @@ struct ReplayOptions {
   // When set, every placement is written to it after the step that made it (decision_log.h).
   DecisionLog* decision_log = nullptr;
   // Read every queue's allocation after each step (ReplayResult::queue_gpu_milli_us, and from it
-  // ReplayMetrics::gpu_util_sampled_pct). It cross-checks the job times but costs a ListQueues
-  // per step; tessera-replay, which reports from job times alone, turns it off.
+  // ReplayMetrics::gpu_util_sampled_pct, which counts every attempt of a job where the job
+  // times give only the last). Costs a ListQueues per step.
   bool sample_queues = true;
 };
 

@@ -135,6 +135,47 @@ TEST_CASE("summary: per-queue figures and Jain's index over weighted shares") {
   CHECK(s["jain_fairness"].get<double>() == doctest::Approx(0.9));
 }
 
+TEST_CASE("summary: a preemption, its lost work, and utilisation that counts every attempt") {
+  testing::TempDir dir;
+  ReplayConfigRequest request;
+  request.config_path = Write(dir, "tesserad.yaml",
+                              "default_queue: ''\n"
+                              "simulated_cluster:\n  groups:\n"
+                              "    - {name_prefix: n, count: 1, cpu_milli: 8000, memory_mib: 16384,"
+                              " gpus: 1, gpu_model: T4, gpu_memory_mib: 16384}\n");
+  StatusOr<ReplayConfig> config = LoadReplayConfig(request);
+  REQUIRE(config.ok());
+  // One GPU. A (low, preemptible) runs from 0; B (high) arrives at 10 and preempts A once A has
+  // run preemption.min_runtime_s (60 s, the default): B runs 60..80, A starts over 80..180
+  // (no checkpoint, so its 60 s are lost).
+  const std::string trace_path =
+      Write(dir, "t.jsonl",
+            "{\"submit\": 0, \"duration_s\": 100, \"job\": {\"name\": \"A\", \"queue\": \"q\","
+            " \"priorityClass\": \"low\", \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024,"
+            " \"gpuCount\": 1}}}\n"
+            "{\"submit\": 10, \"duration_s\": 20, \"job\": {\"name\": \"B\", \"queue\": \"q\","
+            " \"priorityClass\": \"high\", \"task\": {\"cpuMilli\": 1000, \"memoryMib\": 1024,"
+            " \"gpuCount\": 1}}}\n");
+  StatusOr<Trace> trace = ReadJsonlTrace(trace_path, "default");
+  REQUIRE(trace.ok());
+  StatusOr<RunOutcome> run = RunReplay(*config, *trace, RunSettings{});
+  REQUIRE(run.ok());
+  const nlohmann::json s = SummaryJson(*trace, *run);
+  CHECK(s["preemptions"] == 1);
+  CHECK(s["requeued"] == 1);
+  CHECK(s["lost_gpu_hours"].get<double>() == doctest::Approx(60.0 / 3600));
+  // JCT: A 180, B 70. Waits (to the last attempt's start): A 80, B 50.
+  CHECK(s["avg_jct_s"].get<double>() == doctest::Approx(125));
+  CHECK(s["avg_wait_s"].get<double>() == doctest::Approx(65));
+  CHECK(s["makespan_s"].get<double>() == doctest::Approx(180));
+  // The GPU was held all 180 s: 60 by A's lost attempt, 20 by B, 100 by A again.
+  CHECK(s["gpu_util_pct"].get<double>() == doctest::Approx(100));
+  // rho: A alone at 0, T_fair 100, 180/100; B shares with A at 10, half a GPU for a 1-GPU
+  // job, T_fair 40, 70/40.
+  CHECK(s["max_finish_time_fairness"].get<double>() == doctest::Approx(1.8));
+  CHECK(s["avg_finish_time_fairness"].get<double>() == doctest::Approx((1.8 + 1.75) / 2));
+}
+
 TEST_CASE("trace queues are created on the fly with their parents; refused submits counted") {
   testing::TempDir dir;
   ReplayConfigRequest request;
