@@ -48,4 +48,19 @@ PY
 if "$replay" "$dir/trace.jsonl" --no-progress --config "$dir/a.yaml" --compare "$dir/a.yaml" "$dir/b.yaml" >/dev/null 2>&1; then
   echo "--config with --compare was accepted"; exit 1
 fi
+# Documented exit statuses: 1 for bad rows under --strict; 2 for a missing trace, a bad column
+# map, a lone --compare file, a trace with no job.
+expect_rc() {
+  want=$1; shift
+  if "$replay" "$@" --no-progress >/dev/null 2>"$dir/rc.txt"; then got=0; else got=$?; fi
+  [ "$got" -eq "$want" ] || { echo "exit $got, not $want: $*"; cat "$dir/rc.txt"; exit 1; }
+}
+expect_rc 1 "$dir/trace.jsonl" --strict
+expect_rc 2 "$dir/missing.jsonl"
+printf 'submit,duration_s\n0,1\n' >"$dir/t.csv"
+expect_rc 2 "$dir/t.csv" --columns gpu=num_gpus
+grep -q "unknown field 'gpu'" "$dir/rc.txt"
+expect_rc 2 "$dir/trace.jsonl" --compare "$dir/a.yaml"
+printf '# nothing\n' >"$dir/empty.jsonl"
+expect_rc 2 "$dir/empty.jsonl"
 echo "tessera-replay CLI check passed"
