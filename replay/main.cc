@@ -248,10 +248,12 @@ int Run(int argc, char** argv) {
     std::cerr << "tessera-replay: " << trace_request.path << ": no job to replay\n";
     return 2;
   }
-  const double estimate_s = static_cast<double>(trace->jobs.size()) * kMeasuredWallSecondsPerJob;
+  const double estimate_s = static_cast<double>(trace->jobs.size()) *
+                            static_cast<double>(configs.size()) * kMeasuredWallSecondsPerJob;
   if (estimate_s > kLongReplayWallS) {
-    std::cerr << "tessera-replay: warning: " << trace->jobs.size()
-              << " jobs; at the pace measured for 100,000 jobs on 1,000 nodes (0.8 ms each) "
+    std::cerr << "tessera-replay: warning: " << trace->jobs.size() << " jobs"
+              << (configs.size() > 1 ? " x " + std::to_string(configs.size()) + " configs" : "")
+              << "; at the pace measured for 100,000 jobs on 1,000 nodes (0.8 ms each) "
                  "this takes about "
               << Duration(estimate_s) << " of wall time; --jobs N replays a prefix\n";
   }
