@@ -83,16 +83,6 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-double Percentile(std::vector<double> values, double quantile) {
-  if (values.empty()) return 0;
-  const size_t rank = static_cast<size_t>(
-      std::max<double>(1, std::ceil(quantile * static_cast<double>(values.size()))));
-  const size_t index = std::min(rank, values.size()) - 1;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(index),
-                   values.end());
-  return values[index];
-}
-
 Json Summarize(const std::vector<Json>& runs, const std::string& headline) {
   if (runs.empty()) return Json::object();
   Json summary = Json::object();

@@ -12,6 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "percentile.h"
+#include "stopwatch.h"
+
 namespace tessera::bench {
 
 using Json = nlohmann::json;
@@ -22,20 +25,9 @@ struct CommonFlags {
   uint64_t seed = 1;
 };
 
-// Wall-clock interval on the monotonic clock.
-class Stopwatch {
- public:
-  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  void Restart() { start_ = std::chrono::steady_clock::now(); }
-  double Seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-  double Millis() const { return Seconds() * 1e3; }
-  std::chrono::steady_clock::time_point start() const { return start_; }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
+// Wall-clock interval and nearest-rank percentile, shared with tessera-replay (replay/).
+using replay::Percentile;
+using replay::Stopwatch;
 
 // Resident set size in bytes, read from /proc/self/statm after malloc_trim(0) so that memory
 // the allocator merely keeps cached is returned first. Still an upper bound on what the
@@ -52,9 +44,6 @@ double ThreadCpuSeconds(const std::string& thread_name);
 
 // Median of `values` (mean of the middle two for an even count); 0 for an empty vector.
 double Median(std::vector<double> values);
-
-// The value below which `quantile` (0..1) of `values` fall (nearest rank); 0 when empty.
-double Percentile(std::vector<double> values, double quantile);
 
 // Folds the per-repeat results into one line: every numeric field becomes the median over the
 // runs (integers stay integers when the median is whole), other fields are taken from the first

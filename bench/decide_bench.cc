@@ -206,7 +206,7 @@ StatusOr<Json> RunDecideOnce(const DecideFlags& flags, int run) {
   if (log_decisions) {
     const std::string path = DecisionLogPath(flags.decision_log, run, flags.common.repeat);
     std::ofstream file(path, std::ios::trunc);
-    DecisionLog log(file, options.clock->NowUs());
+    replay::DecisionLog log(file, options.clock->NowUs());
     TESSERA_RETURN_IF_ERROR(log.Update(*scheduler));
     file.close();
     if (!file) return InternalError("decide: could not write the decision log " + path);

@@ -44,6 +44,15 @@
 
 namespace tessera::bench {
 
+// The openb file reader lives in replay/ (shared with tessera-replay).
+using replay::OpenbDataDir;
+using replay::OpenbGpuMemoryMib;
+using replay::OpenbNode;
+using replay::OpenbPod;
+using replay::ReadOpenbNodes;
+using replay::ReadOpenbPods;
+using replay::ResolveOpenbFile;
+
 inline constexpr int kOpenbPoints = 131;  // arrived load 0..130 % of capacity.
 
 // Everything a seed's replay reads; built once per trace, shared read-only by replays running

@@ -6,13 +6,8 @@
 // waiting times and completion times are the scheduler's, not the trace's; the trace's own
 // waits (scheduled_time - creation_time) are reported next to them for comparison.
 //
-// Pods the trace never scheduled (pod_phase Pending, no scheduled_time: 897 of 8152 in default)
-// are skipped by default and counted: the trace shows how long their owners waited before
-// giving up, not how long they would have run. --unscheduled run submits them anyway with
-// runtime deletion_time - creation_time.
-//
-// Requests the API refuses are raised to its minimum and counted (requests_raised): one pod in
-// default asks for 0 MiB of memory, which becomes 1 MiB.
+// How pods become jobs (skipped and raised requests included) is replay/openb_workload.h, shared
+// with tessera-replay's openb input.
 //
 // Load: replayed as recorded, the openb pods hardly overlap in time. In default at most 65.6
 // GPUs are in use at once (0.23% of the 6212 GPUs on average), so every pod starts the moment
@@ -35,6 +30,7 @@
 #include "bench_util.h"
 #include "benchmarks.h"
 #include "openb_pod_csv.h"
+#include "openb_workload.h"
 #include "tessera/clock.h"
 #include "tessera/scheduler.h"
 #include "trace_replay.h"
@@ -42,92 +38,31 @@
 namespace tessera::bench {
 namespace {
 
+using replay::DecisionLog;
+using replay::ExpectedTasksOf;
+using replay::OpenbCluster;
+using replay::OpenbNode;
+using replay::OpenbPod;
+using replay::PlacementFromName;
+using replay::ReplayMetrics;
+using replay::ReplayOptions;
+using replay::ReplayResult;
+using replay::ReplayTrace;
+using replay::SummarizeReplay;
+
 // Trace time 0 on the scheduler's clock: 2023-11-14, near when the trace was published. Any
 // value works; the results use differences only.
 constexpr TimestampUs kEpochUs = 1'700'000'000'000'000;
 
-// The QoS classes of the trace; each gets a leaf queue of weight 1 even when the selected pods
-// leave it empty, so the queue set does not depend on --jobs.
-const std::vector<std::string> kQosClasses = {"LS", "BE", "Burstable", "Guaranteed"};
-
-// The pods turned into jobs, and what was left out or changed on the way.
-struct Workload {
-  std::vector<ReplayJob> jobs;
-  std::vector<std::string> queues;  // leaf queues to create, in order.
-  int64_t trace_rows = 0;
-  int64_t selected = 0;             // the first --jobs rows (all when 0).
-  int64_t skipped_unscheduled = 0;  // never scheduled in the trace (see the file comment).
-  int64_t skipped_no_deletion = 0;  // no deletion_time, so no runtime.
-  int64_t requests_raised = 0;      // cpu or memory of 0 raised to 1.
-  int64_t out_of_order = 0;         // rows created before the row above them (sorted here).
-  // The trace's own waits (scheduled - creation) of the submitted pods it scheduled.
-  std::vector<double> trace_wait_s;
-};
-
-std::string QueueOf(const OpenbPod& pod, const std::string& mode) {
-  if (mode == "single") return "all";
-  return pod.qos.empty() ? "unknown" : pod.qos;
-}
+using Workload = replay::OpenbWorkload;
 
 StatusOr<Workload> MakeWorkload(const std::vector<OpenbPod>& pods, const TimelineFlags& flags) {
-  Workload w;
-  w.trace_rows = static_cast<int64_t>(pods.size());
-  w.selected = flags.jobs > 0 ? std::min<int64_t>(flags.jobs, w.trace_rows) : w.trace_rows;
-  std::set<std::string> seen_queues;
-  if (flags.queues == "qos") {
-    w.queues = kQosClasses;
-    seen_queues.insert(kQosClasses.begin(), kQosClasses.end());
-  }
-  for (int64_t i = 0; i < w.selected; ++i) {
-    const OpenbPod& pod = pods[i];
-    if (!pod.has_times) {
-      return InvalidArgumentError(
-          "the pod list has no creation_time/deletion_time/scheduled_time columns (the "
-          "multigpu*.csv files lack them): a time-based replay needs them");
-    }
-    if (!pod.scheduled_s && flags.unscheduled == "skip") {
-      ++w.skipped_unscheduled;
-      continue;
-    }
-    if (!pod.deletion_s) {
-      ++w.skipped_no_deletion;
-      continue;
-    }
-    const int64_t runtime_s = *pod.deletion_s - pod.scheduled_s.value_or(pod.creation_s);
-
-    ReplayJob& job = w.jobs.emplace_back();
-    job.submit_offset_us =
-        static_cast<int64_t>(static_cast<double>(pod.creation_s) * 1e6 / flags.time_scale);
-    v1::JobSpec& spec = job.spec;
-    spec.set_name(pod.name);
-    spec.set_queue(QueueOf(pod, flags.queues));
-    if (seen_queues.insert(spec.queue()).second) w.queues.push_back(spec.queue());
-    v1::TaskResources* task = spec.mutable_task();
-    if (pod.cpu_milli <= 0 || pod.memory_mib <= 0) ++w.requests_raised;
-    task->set_cpu_milli(std::max<int64_t>(1, pod.cpu_milli));
-    task->set_memory_mib(std::max<int64_t>(1, pod.memory_mib));
-    if (pod.num_gpu > 0) {
-      task->set_gpu_count(pod.num_gpu);
-      if (pod.num_gpu == 1 && pod.gpu_milli > 0 && pod.gpu_milli < 1000) {
-        task->set_gpu_milli(pod.gpu_milli);
-      }
-      for (const std::string& model : pod.gpu_models) task->add_gpu_models(model);
-    }
-    // At least 1 ms: a duration of 0 means "runs until cancelled".
-    spec.mutable_simulation()->set_duration_ms(std::max<int64_t>(1, runtime_s * 1000));
-    if (pod.scheduled_s) {
-      w.trace_wait_s.push_back(static_cast<double>(*pod.scheduled_s - pod.creation_s));
-    }
-  }
-  // Not every pod list is sorted by creation_time (gpushare100 is not), and the replay needs
-  // arrivals in order; a stable sort keeps file order among pods created at the same second.
-  for (size_t i = 1; i < w.jobs.size(); ++i) {
-    if (w.jobs[i].submit_offset_us < w.jobs[i - 1].submit_offset_us) ++w.out_of_order;
-  }
-  std::stable_sort(w.jobs.begin(), w.jobs.end(), [](const ReplayJob& a, const ReplayJob& b) {
-    return a.submit_offset_us < b.submit_offset_us;
-  });
-  return w;
+  replay::OpenbWorkloadOptions options;
+  options.jobs = flags.jobs;
+  options.queues = flags.queues;
+  options.unscheduled = flags.unscheduled;
+  options.time_scale = flags.time_scale;
+  return replay::MakeOpenbWorkload(pods, options);
 }
 
 // The files read, by base name, for the result line.
@@ -180,7 +115,12 @@ StatusOr<Json> RunOnce(const TimelineFlags& flags, const Files& files, const Wor
            " nodes (" + std::to_string(cluster.gpus) + " GPUs), policy " + flags.policy);
   ReplayOptions replay_options;
   replay_options.epoch_us = kEpochUs;
-  replay_options.progress_label = "timeline run " + std::to_string(run);
+  replay_options.on_progress = [run](const replay::ReplayProgress& p) {
+    Progress("timeline run " + std::to_string(run) + ": day " +
+             std::to_string(p.simulated_us / 86'400'000'000LL) + ", " +
+             std::to_string(p.submitted) + "/" + std::to_string(p.total) + " submitted, " +
+             std::to_string(p.steps) + " steps");
+  };
   std::ofstream log_file;
   std::optional<DecisionLog> log;
   const std::string log_path = DecisionLogPath(flags.decision_log, run, flags.common.repeat);
@@ -278,9 +218,9 @@ StatusOr<Json> RunOnce(const TimelineFlags& flags, const Files& files, const Wor
 }  // namespace
 
 int RunTimeline(const TimelineFlags& flags) {
-  const std::string data_dir = OpenbDataDir(flags.data);
-  StatusOr<std::string> trace = ResolveOpenbFile(flags.trace, data_dir, "openb_pod_list_");
-  StatusOr<std::string> nodes = ResolveOpenbFile(flags.nodes, data_dir, "openb_node_list_");
+  const std::string data_dir = replay::OpenbDataDir(flags.data);
+  StatusOr<std::string> trace = replay::ResolveOpenbFile(flags.trace, data_dir, "openb_pod_list_");
+  StatusOr<std::string> nodes = replay::ResolveOpenbFile(flags.nodes, data_dir, "openb_node_list_");
   if (!trace.ok() || !nodes.ok()) {
     std::cerr << "timeline: " << (trace.ok() ? nodes.status() : trace.status()) << '\n';
     return 2;
@@ -291,8 +231,8 @@ int RunTimeline(const TimelineFlags& flags) {
     std::cerr << "timeline: " << policy.status().message() << '\n';
     return 2;
   }
-  StatusOr<std::vector<OpenbNode>> node_rows = ReadOpenbNodes(*nodes);
-  StatusOr<std::vector<OpenbPod>> pod_rows = ReadOpenbPods(*trace);
+  StatusOr<std::vector<OpenbNode>> node_rows = replay::ReadOpenbNodes(*nodes);
+  StatusOr<std::vector<OpenbPod>> pod_rows = replay::ReadOpenbPods(*trace);
   if (!node_rows.ok() || !pod_rows.ok()) {
     std::cerr << "timeline: " << (node_rows.ok() ? pod_rows.status() : node_rows.status()) << '\n';
     return 2;

@@ -24,7 +24,7 @@
 #include "tessera/clock.h"
 #include "tessera/scheduler.h"
 
-namespace tessera::bench {
+namespace tessera::replay {
 
 class DecisionLog {
  public:
@@ -44,4 +44,4 @@ class DecisionLog {
   int64_t lines_ = 0;
 };
 
-}  // namespace tessera::bench
+}  // namespace tessera::replay

@@ -16,7 +16,7 @@
 #include "tessera/status.h"
 #include "tessera/v1/node.pb.h"
 
-namespace tessera::bench {
+namespace tessera::replay {
 
 // One row of openb_node_list_*.csv.
 struct OpenbNode {
@@ -72,4 +72,4 @@ int64_t OpenbGpuMemoryMib(const std::string& model);
 // policy looks at, and node names only change. All GPUs of a node share one NVLink domain.
 v1::SimulatedCluster OpenbCluster(const std::vector<OpenbNode>& nodes);
 
-}  // namespace tessera::bench
+}  // namespace tessera::replay

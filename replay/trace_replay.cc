@@ -10,10 +10,11 @@
 #include <unordered_map>
 #include <utility>
 
-#include "bench_util.h"
+#include "percentile.h"
+#include "stopwatch.h"
 #include "tessera/job.h"
 
-namespace tessera::bench {
+namespace tessera::replay {
 namespace {
 
 int64_t JobGpuMilli(const v1::JobSpec& spec) {
@@ -67,7 +68,9 @@ Status ReadBack(Scheduler& scheduler, ReplayResult* result) {
       out.start_us = job.status().start_time_us();
       out.end_us = job.status().end_time_us();
       out.attempt = job.status().attempt();
+      out.preemptions = job.status().preemptions();
       out.gpu_milli = JobGpuMilli(job.spec());
+      out.duration_us = job.spec().simulation().duration_ms() * 1000;
       ++seen;
     }
     if (page.next_page_token().empty()) break;
@@ -112,16 +115,29 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
   result.epoch_us = options.epoch_us;
   Stopwatch wall;
   Stopwatch since_progress;
+  auto report = [&](TimestampUs now, size_t submitted) {
+    if (!options.on_progress) return;
+    ReplayProgress p;
+    p.submitted = submitted;
+    p.total = jobs.size();
+    p.steps = result.steps;
+    p.simulated_us = now - options.epoch_us;
+    p.wall_s = wall.Seconds();
+    options.on_progress(p);
+  };
   clock.AdvanceToUs(options.epoch_us);
 
   size_t next = 0;
   std::vector<std::pair<std::string, int64_t>> allocation;  // per queue, after the last step.
+  // Whether the last clock move reached a wake-up (or is the first move): only then can it
+  // have set off work that must settle before the arrivals of the instant are submitted.
+  bool move_reached_wakeup = true;
   while (true) {
     const TimestampUs now = clock.NowUs();
     size_t due = next;
     while (due < jobs.size() && options.epoch_us + jobs[due].submit_offset_us <= now) ++due;
     if (due > next) {
-      scheduler.WaitIdle();  // what the clock's move set off comes first.
+      if (move_reached_wakeup) scheduler.WaitIdle();  // what the clock's move set off first.
       Stopwatch submit;
       scheduler.PauseDecisions();
       SubmitBatch(scheduler, jobs, next, due, &result);
@@ -136,10 +152,12 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
     if (options.decision_log) TESSERA_RETURN_IF_ERROR(options.decision_log->Update(scheduler));
 
     Stopwatch sample;
-    TESSERA_ASSIGN_OR_RETURN(std::vector<v1::Queue> queues, scheduler.ListQueues());
-    allocation.clear();
-    for (const v1::Queue& q : queues) {
-      allocation.emplace_back(q.spec().name(), q.status().allocated().gpu_milli());
+    if (options.sample_queues) {
+      TESSERA_ASSIGN_OR_RETURN(std::vector<v1::Queue> queues, scheduler.ListQueues());
+      allocation.clear();
+      for (const v1::Queue& q : queues) {
+        allocation.emplace_back(q.spec().name(), q.status().allocated().gpu_milli());
+      }
     }
     const std::optional<TimestampUs> wakeup = scheduler.NextWakeupUs();
     result.sample_wall_s += sample.Seconds();
@@ -149,22 +167,21 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
     if (wakeup) until = until ? std::min(*until, *wakeup) : *wakeup;
     if (!until) {
       result.end_us = now;
+      report(now, next);
       break;
     }
     // A wake-up at or before now would be a timer WaitIdle left behind; step past it rather
     // than spin on the same instant.
     const TimestampUs to = std::max(*until, now + 1);
+    move_reached_wakeup = wakeup && *wakeup <= to;
     for (const auto& [name, milli] : allocation) {
       result.queue_gpu_milli_us[name] += static_cast<double>(milli) * static_cast<double>(to - now);
     }
     clock.AdvanceToUs(to);
 
-    if (!options.progress_label.empty() && since_progress.Seconds() >= options.progress_every_s) {
+    if (options.on_progress && since_progress.Seconds() >= options.progress_every_s) {
       since_progress.Restart();
-      Progress(options.progress_label + ": day " +
-               std::to_string((to - options.epoch_us) / 86'400'000'000LL) + ", " +
-               std::to_string(next) + "/" + std::to_string(jobs.size()) + " submitted, " +
-               std::to_string(result.steps) + " steps");
+      report(to, next);
     }
   }
 
@@ -194,8 +211,11 @@ double JainFairness(const std::vector<double>& values) {
   return sum * sum / (static_cast<double>(values.size()) * sum_squares);
 }
 
-ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_milli) {
+ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_milli,
+                              const std::string* queue) {
   ReplayMetrics m;
+  TimestampUs first_submit = 0;
+  TimestampUs last_end = 0;
   const double span_us = static_cast<double>(result.end_us - result.epoch_us);
   m.simulated_s = span_us / 1e6;
   std::vector<double> jct_s;
@@ -204,7 +224,10 @@ ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_m
   double milli_us = 0;
   for (const ReplayedJob& job : result.jobs) {
     if (job.id == 0) continue;
+    if (queue && job.queue != *queue) continue;
     ++m.jobs;
+    m.preemptions += job.preemptions;
+    if (first_submit == 0 || job.submit_us < first_submit) first_submit = job.submit_us;
     queue_milli_us.try_emplace(job.queue, 0.0);
     if (IsTerminal(job.state)) {
       ++m.finished;
@@ -226,6 +249,7 @@ ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_m
     }
     if (IsTerminal(job.state) && job.end_us > 0) {
       jct_s.push_back(static_cast<double>(job.end_us - job.submit_us) / 1e6);
+      last_end = std::max(last_end, job.end_us);
     }
   }
   auto mean = [](const std::vector<double>& v) {
@@ -235,6 +259,8 @@ ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_m
   m.avg_jct_s = mean(jct_s);
   m.p50_jct_s = Percentile(jct_s, 0.50);
   m.p95_jct_s = Percentile(jct_s, 0.95);
+  m.p99_jct_s = Percentile(jct_s, 0.99);
+  if (last_end > 0) m.makespan_s = static_cast<double>(last_end - first_submit) / 1e6;
   m.avg_wait_s = mean(wait_s);
   m.p50_wait_s = Percentile(wait_s, 0.50);
   m.p95_wait_s = Percentile(wait_s, 0.95);
@@ -260,6 +286,7 @@ ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_m
   // asks for little gets little however fair the scheduler is, so on a trace whose tenants'
   // demands differ (openb: 4647 LS pods, 7 Guaranteed) the index mostly reflects the demand.
   // Queues that received no job are left out, since they asked for nothing.
+  if (queue) return m;  // fairness is between queues.
   std::vector<double> normalised;
   for (const auto& [name, v] : queue_milli_us) {
     const double share = capacity_us > 0 ? v / capacity_us : 0.0;
@@ -314,4 +341,4 @@ std::vector<std::string> PlacementNames() {
   return names;
 }
 
-}  // namespace tessera::bench
+}  // namespace tessera::replay

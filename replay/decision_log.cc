@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace tessera::bench {
+namespace tessera::replay {
 namespace {
 
 std::string DescribePartition(const v1::GpuPartition& p) {
@@ -44,4 +44,4 @@ Status DecisionLog::Update(Scheduler& scheduler) {
   }
 }
 
-}  // namespace tessera::bench
+}  // namespace tessera::replay

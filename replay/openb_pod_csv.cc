@@ -11,11 +11,11 @@
 #include <tuple>
 #include <unordered_map>
 
-#ifndef TESSERA_BENCH_SOURCE_DIR
-#define TESSERA_BENCH_SOURCE_DIR "."
+#ifndef TESSERA_SOURCE_DIR
+#define TESSERA_SOURCE_DIR "."
 #endif
 
-namespace tessera::bench {
+namespace tessera::replay {
 namespace {
 
 std::vector<std::string> SplitFields(const std::string& line, char separator) {
@@ -200,7 +200,7 @@ std::string OpenbDataDir(const std::string& override) {
   if (!override.empty()) return override;
   if (const char* env = std::getenv("TESSERA_OPENB_DIR"); env && *env) return env;
   // The data lives beside the repository (shared by every checkout), never inside it.
-  return std::string(TESSERA_BENCH_SOURCE_DIR) + "/../shared/data/openb";
+  return std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
 }
 
 StatusOr<std::string> ResolveOpenbFile(const std::string& name, const std::string& data_dir,
@@ -220,7 +220,9 @@ StatusOr<std::string> ResolveOpenbFile(const std::string& name, const std::strin
   std::string tried;
   for (const std::string& path : candidates) tried += (tried.empty() ? "" : ", ") + path;
   return NotFoundError("'" + name + "' is neither a file nor a trace in the data folder (tried " +
-                       tried + "; set --data or TESSERA_OPENB_DIR)");
+                       tried +
+                       "; set TESSERA_OPENB_DIR, or the data folder flag: tessera-bench --data, "
+                       "tessera-replay --openb-data)");
 }
 
 int64_t OpenbGpuMemoryMib(const std::string& model) {
@@ -265,4 +267,4 @@ v1::SimulatedCluster OpenbCluster(const std::vector<OpenbNode>& nodes) {
   return cluster;
 }
 
-}  // namespace tessera::bench
+}  // namespace tessera::replay
