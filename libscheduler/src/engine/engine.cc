@@ -35,6 +35,7 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
               .count()),
       feasibility_(std::make_shared<FeasibilityChecker>()) {
   paused_ = options.engine.start_paused;
+  make_room_steps_ = DefaultMakeRoomSteps();
   reservation_filter_->SetEndingBy(
       [this](NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) {
         TasksEndingBy(node, by, out);

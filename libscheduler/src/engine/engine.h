@@ -29,6 +29,7 @@
 #include "engine/executor.h"
 #include "engine/job_record.h"
 #include "engine/job_update.h"
+#include "engine/make_room_step.h"
 #include "engine/reservations.h"
 #include "engine/timer_queue.h"
 #include "fairshare/queue_tree.h"
@@ -220,6 +221,23 @@ class Engine final : public ExecutorEvents {
   void BackfillArrivals();
   void PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result);
 
+  // engine_make_room.cc
+  // The make-room steps (make_room_step.h), each the door to one way of making room.
+  class RepartitionMigStep;
+  class PreemptStep;
+  class DrainMigStep;
+  class ReserveStep;
+  // The steps in the order they are asked: repartition-mig, preempt, drain-mig, reserve.
+  std::vector<std::unique_ptr<MakeRoomStep>> DefaultMakeRoomSteps();
+  struct PlacementAfterSteps {
+    PlacementResult result;    // the last placement tried.
+    bool room_coming = false;  // a step took charge: the job waits aside for room being made.
+  };
+  // Places `job` (between `min_tasks` and `allowed` tasks); where it does not fit, asks the
+  // make-room steps in order until it is placed or a step takes charge. Steps that serve only
+  // a queue's head run only when `queue_head`.
+  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed, bool queue_head);
+
   // engine_reservations.cc
   // Reserves nodes for the pass's reservation candidate, which did not fit, if a slot is free
   // (or it comes strictly before a holder in fair order) and the running jobs' time limits
@@ -310,6 +328,7 @@ class Engine final : public ExecutorEvents {
   const int64_t default_runtime_us_;
   ReservationFilter* reservation_filter_ = nullptr;  // owned by placer_.
   Placer placer_;
+  std::vector<std::unique_ptr<MakeRoomStep>> make_room_steps_;
   QueueTree queues_;
   TimerQueue timers_;
   std::shared_ptr<const FeasibilityChecker> feasibility_;

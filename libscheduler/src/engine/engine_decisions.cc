@@ -156,25 +156,17 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
       job.time_limit_us > 0 ? std::optional<TimestampUs>(clock_.NowUs() + job.time_limit_us)
                             : std::nullopt;
   reservation_filter_->SetPlacing(job.id, ends_by);
-  PlacementResult result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
-  if (!result.placed() && managed_mig_gpus_ > 0 && job.shape.fractional_gpu() &&
-      RepartitionMigFor(job, min_tasks)) {
-    result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
-  }
+  // Where it does not fit, the make-room steps try in order (engine_make_room.cc); the queue's
+  // head gets every step, other attempts only those that stop nobody.
+  PlacementAfterSteps placement =
+      PlaceMakingRoom(job, min_tasks, allowed, /*queue_head=*/on_failure_block_and_reserve);
+  // A job that preempts (or drains) waits aside, with the freed room held for it; the next job
+  // of its queue may then try, so the queue is not blocked.
+  if (placement.room_coming) return PlaceAttempt::kDoesNotFit;
+  PlacementResult& result = placement.result;
   if (!result.placed()) {
     PublishWaitingReason(job, std::move(result.reason));
     if (on_failure_block_and_reserve) {
-      // The first job of a pass that does not fit is the one most deserving a reservation;
-      // planning it waits for the end of the pass, so a decision stays cheap.
-      // A job that preempts waits aside, with the freed nodes reserved for it; the next job
-      // of its queue may then try, so the queue is not blocked.
-      if (TryPreempt(job)) return PlaceAttempt::kDoesNotFit;
-      if (managed_mig_gpus_ > 0 && job.shape.fractional_gpu() && DrainMigFor(job, min_tasks)) {
-        return PlaceAttempt::kDoesNotFit;
-      }
-      if (options_.engine.max_reservations > 0 && reservation_candidate_ == 0) {
-        reservation_candidate_ = job.id;
-      }
       queues_.BlockOnCapacity(leaf);
       // Jobs behind this head may fit where it does not.
       if (queues_.PendingCount(leaf) > 1) backfill_due_ = true;
