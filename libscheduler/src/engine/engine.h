@@ -39,6 +39,7 @@
 #include "placement/placer.h"
 #include "preemption/preemption_guard.h"
 #include "preemption/preemption_planner.h"
+#include "preemption/victim_eligibility.h"
 #include "tessera/clock.h"
 #include "tessera/options.h"
 #include "tessera/v1/event.pb.h"
@@ -278,6 +279,8 @@ class Engine final : public ExecutorEvents {
   void ArmPreemptionRetry(TimestampUs at);
   void RequeuePreempted(JobRecord& job);
   TimestampUs LastCheckpoint(const JobRecord& job, TimestampUs now) const;
+  // What the victim rule (preemption/victim_eligibility.h) reads of `job`.
+  static VictimFacts VictimFactsOf(const JobRecord& job);
   // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
   // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
   int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;
@@ -330,6 +333,8 @@ class Engine final : public ExecutorEvents {
   Placer placer_;
   std::vector<std::unique_ptr<MakeRoomStep>> make_room_steps_;
   QueueTree queues_;
+  // Who may be stopped for whom: one rule for preemption, shrinks and MIG drains.
+  VictimEligibility victim_eligibility_{queues_, preemption_guard_};
   TimerQueue timers_;
   std::shared_ptr<const FeasibilityChecker> feasibility_;
 

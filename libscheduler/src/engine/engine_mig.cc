@@ -136,6 +136,9 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
     int64_t cost = -1;  // lost GPU-microseconds, or -1 when it may not be drained.
   };
   TimestampUs retry_at = 0;  // when a guard that refused a holder will allow it.
+  // Who may be drained is the victim rule's call, as for preemption; a drain reclaims no
+  // guarantee, so it has no claimant.
+  const Preemptor preemptor{job.id, job.queue, job.key.priority, std::nullopt};
   auto holder_of = [&](const NodeState& node, int gpu, int instance) {
     Holder h;
     if (node.id() >= tasks_by_node_.size()) return h;
@@ -151,13 +154,12 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
         continue;
       }
       h.job = id;
-      const bool candidate = v.state == v1::RUNNING && !v.preempting && v.preemptible &&
-                             v.key.priority < job.key.priority;
-      if (candidate && preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
+      // A drain stops whole jobs: an elastic job the rule would only shrink is left alone.
+      const VictimVerdict verdict = victim_eligibility_.Judge(preemptor, VictimFactsOf(v), now);
+      if (verdict.MayStopNow(VictimVerdict::Extent::kWhole)) {
         h.cost = LostGpuUs(v, now);
-      } else if (candidate) {
-        const TimestampUs allowed = preemption_guard_.AllowedAt(v.start_time_us, v.preempted_at_us);
-        if (retry_at == 0 || allowed < retry_at) retry_at = allowed;
+      } else if (verdict.extent == VictimVerdict::Extent::kWhole) {
+        if (retry_at == 0 || verdict.allowed_at < retry_at) retry_at = verdict.allowed_at;
       }
       return h;
     }
