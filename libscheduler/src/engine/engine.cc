@@ -243,7 +243,7 @@ void Engine::Resume() {
 }
 
 bool Engine::HasDecisionWork() const {
-  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
+  if (paused_ || persist_retries_.degraded() || !superseded_stopping_.empty()) return false;
   return capacity_freed_ || queues_.PickLeaf().has_value();
 }
 
@@ -251,20 +251,12 @@ v1::SchedulerStats Engine::Stats() const {
   v1::SchedulerStats stats;
   stats.set_pending_jobs(pending_jobs_);
   stats.set_running_jobs(running_jobs_);
-  stats.set_finished_jobs(finished_);
-  stats.set_decisions(decisions_);
-  stats.set_placements(placements_);
-  *stats.mutable_decision_latency() = decision_latency_.Summary();
   int64_t nodes = 0;
   for (const NodeState& n : cluster_.nodes()) nodes += n.present() ? 1 : 0;
   stats.set_nodes(nodes);
   stats.set_queues(static_cast<int64_t>(queues_.All().size()));
   stats.set_reservations(static_cast<int64_t>(reservations_.size()));
-  stats.set_backfilled(backfilled_);
-  *stats.mutable_reservation_latency() = reservation_latency_.Summary();
-  stats.set_preemptions(preempted_);
-  *stats.mutable_preemption_latency() = preemption_latency_.Summary();
-  stats.set_lost_gpu_seconds(lost_gpu_us_ / 1'000'000);
+  statistics_.Fill(stats);
   return stats;
 }
 

@@ -24,12 +24,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/latency_histogram.h"
 #include "engine/earliest_time.h"
+#include "engine/engine_statistics.h"
 #include "engine/executor.h"
 #include "engine/job_record.h"
 #include "engine/job_update.h"
 #include "engine/make_room_step.h"
+#include "engine/persist_retry_queue.h"
 #include "engine/reservations.h"
 #include "engine/timer_queue.h"
 #include "fairshare/queue_tree.h"
@@ -365,40 +366,22 @@ class Engine final : public ExecutorEvents {
   std::map<int32_t, EarliestTime> preemptible_running_;
   std::map<std::pair<NodeIndexId, int>, v1::GpuState> gpu_health_;  // GPUs with readings.
   uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
-  LatencyHistogram reservation_latency_;
-  LatencyHistogram preemption_latency_;
-  int64_t preempted_ = 0;
   TimestampUs preemption_retry_at_ = 0;
   // Per queue: what jobs waiting for their victims will take once they are gone.
   std::unordered_map<QueueId, ResourceVector> incoming_;
-  int64_t lost_gpu_us_ = 0;
   bool paused_ = false;
-  bool store_degraded_ = false;
-  struct FailedPersist {
-    JobUpdate update;
-    std::function<void(const Status&)> durable;
-  };
   // Updates the store refused (disk full, I/O error): retried in order, with decisions paused
   // until they are durable, so nothing the engine did is lost.
-  std::vector<FailedPersist> failed_persists_;
-  bool persist_retry_scheduled_ = false;
-  Status last_store_error_;
+  PersistRetryQueue persist_retries_;
   // Cancels waiting for their write, by job (see CancelJob).
   std::unordered_map<uint64_t, std::function<void(StatusOr<v1::JobStatus>)>> cancel_replies_;
   void AnswerCancel(uint64_t id, StatusOr<v1::JobStatus> answer);
-  // Whether a change of job `id` waits for a retry because the store refused it; the error a
-  // request about it gets meanwhile.
-  bool HasUnrecordedUpdate(uint64_t id) const;
-  Status UnrecordedError(uint64_t id, std::string_view what) const;
 
-  // Statistics.
-  int64_t decisions_ = 0;
-  int64_t placements_ = 0;
-  int64_t backfilled_ = 0;
-  int64_t finished_ = 0;
+  // Counts and latencies for Stats(); they decide nothing.
+  EngineStatistics statistics_;
+  // The state machine's counts (they decide: timers act only while a job waits).
   int64_t running_jobs_ = 0;
   int64_t pending_jobs_ = 0;
-  LatencyHistogram decision_latency_;
 };
 
 }  // namespace tessera

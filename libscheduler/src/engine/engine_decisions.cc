@@ -16,7 +16,7 @@ constexpr char kTwinDoesNotFit[] = "waiting for capacity: a job asking no less d
 }  // namespace
 
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
-  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
+  if (paused_ || persist_retries_.degraded() || !superseded_stopping_.empty()) return false;
   if (capacity_freed_) {
     queues_.UnblockCapacity();
     capacity_freed_ = false;
@@ -48,9 +48,7 @@ bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
     const auto start = std::chrono::steady_clock::now();
     Decide(*leaf, job);
     const auto end = std::chrono::steady_clock::now();
-    decision_latency_.Record(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
-    ++decisions_;
+    statistics_.Decided(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
     if (end >= deadline) {
       PlanReservation();
       return queues_.PickLeaf().has_value() || backfill_due_;
@@ -184,13 +182,14 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
 
 void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   const bool first_start = job.PlacedTasks() == 0;
-  ++placements_;
+  bool backfilled = false;
   for (const TaskAllocation& a : result.tasks) {
     if (reservations_.HeldWholeForOther(a.node, job.id)) {
-      ++backfilled_;
+      backfilled = true;
       break;
     }
   }
+  statistics_.Placed(backfilled);
   if (reservations_.Find(job.id)) DropReservation(job);
   const TimestampUs now = clock_.NowUs();
   ResourceVector delta;

@@ -231,7 +231,7 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
   const std::string why = "preempted to re-partition MIG GPU " + std::to_string(best->gpu) +
                           " of node '" + cluster_.node(best->node).name() + "' for job " +
                           std::to_string(job.id);
-  lost_gpu_us_ += best->plan.drain_cost;
+  statistics_.LostWork(best->plan.drain_cost);
   int64_t grace_us = 0;
   ResourceVector freed;  // what the victims free on the drained GPU's node.
   for (uint64_t id : best->victims) {
@@ -240,7 +240,7 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
     for (const PlacedTask& t : victim.tasks) {
       if (!t.exited && t.allocation.node == best->node) freed += t.allocation.Vector();
     }
-    ++preempted_;
+    statistics_.Preempted();
     Preempt(victim, why);
   }
   spdlog::info("draining {} job(s) on MIG GPU {} of {} for job {}", whole, best->gpu,

@@ -189,9 +189,9 @@ bool Engine::TryPreempt(JobRecord& job) {
   };
   std::optional<PreemptionPlan> plan =
       preemption_planner_.Plan(cluster_, job.shape, min_tasks, job.same_node, victims_on, usable);
-  preemption_latency_.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::steady_clock::now() - started)
-                                 .count());
+  statistics_.PreemptionPlanned(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - started)
+                                    .count());
   int whole = 0;
   if (plan) {
     for (const Victim* v : plan->victims) whole += v->shrink_only ? 0 : 1;
@@ -227,16 +227,16 @@ bool Engine::TryPreempt(JobRecord& job) {
   for (const Victim* v : plan->victims) {
     JobRecord& victim = jobs_.at(v->job);
     grace_us = std::max(grace_us, victim.grace_ms * 1000);
-    lost_gpu_us_ += v->cost.lost_gpu_us;
+    statistics_.LostWork(v->cost.lost_gpu_us);
     if (v->shrink_only) {
       shrinks[v->job].push_back(v);
     } else {
-      ++preempted_;
+      statistics_.Preempted();
       Preempt(victim, "preempted " + why(victim));
     }
   }
   for (const auto& [victim_id, tasks] : shrinks) {
-    ++preempted_;
+    statistics_.Preempted();
     JobRecord& victim = jobs_.at(victim_id);
     Shrink(victim, tasks, "shrinking " + why(victim));
   }
