@@ -291,19 +291,15 @@ class Engine final : public ExecutorEvents {
   // engine_elastic.cc
   void GrowElastic();
 
-  // engine_mig.cc
-  // At most this many managed MIG GPUs are planned for one job that does not fit, so a job
-  // waiting for an instance costs a bounded time per decision.
-  static constexpr int kMigGpusPlannedPerJob = 8;
+  // engine_mig.cc (the planning is partition/mig_relayout's)
   // Re-partitions idle instances of managed MIG GPUs so that `job`'s gang minimum finds
   // instances it accepts. Returns true when some layout changed (placement is worth a retry).
   bool RepartitionMigFor(const JobRecord& job, int min_tasks);
-  // When no free instances can be re-shaped: preempts the cheapest lower-priority jobs whose
-  // instances a new layout would replace (at most kMaxMigDrainLostGpuUs of lost work, with the
-  // usual preemption guards). The job waits aside with what they free held for it
+  // When no free instances can be re-shaped: preempts the cheapest jobs the victim rule allows
+  // whose instances a new layout would replace (at most kMaxMigDrainLostGpuUs of lost work,
+  // with the usual preemption guards). The job waits aside with what they free held for it
   // (AwaitVictims); once they have stopped, re-partitioning finds the room free.
   // Returns true when victims were told to stop.
-  static constexpr int64_t kMaxMigDrainLostGpuUs = 3600LL * 1'000'000;  // one GPU-hour.
   bool DrainMigFor(JobRecord& job, int min_tasks);
 
   // engine_health.cc
