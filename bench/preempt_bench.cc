@@ -52,9 +52,7 @@ StatusOr<Json> RunOnce(const PreemptFlags& flags, int run) {
     log_file.open(log_path, std::ios::trunc);
     log.emplace(log_file, clock->NowUs());
   }
-  auto log_step = [&]() -> Status {
-    return log ? log->Update(*scheduler) : Status::Ok();
-  };
+  auto log_step = [&]() -> Status { return log ? log->Update(*scheduler) : Status::Ok(); };
 
   Progress("preempt run " + std::to_string(run) + ": starting " + std::to_string(flags.running) +
            " low-priority jobs");

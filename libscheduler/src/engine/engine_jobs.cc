@@ -419,7 +419,9 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
     return;
   }
   if (job->cancel_requested) {
-    if (persist_retries_.Holds(id)) return done(persist_retries_.UnrecordedError(id, "cancel requested"));
+    if (persist_retries_.Holds(id)) {
+      return done(persist_retries_.UnrecordedError(id, "cancel requested"));
+    }
     done(BuildStatus(*job));
     return;
   }

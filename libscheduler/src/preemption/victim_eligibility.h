@@ -42,7 +42,7 @@ struct VictimFacts {
   int live_tasks = 0;
   int gang_min = 0;
   TimestampUs started_us = 0;
-  TimestampUs preempted_us = 0;          // 0: never preempted.
+  TimestampUs preempted_us = 0;               // 0: never preempted.
   const ResourceVector* allocated = nullptr;  // what it holds (required).
 };
 

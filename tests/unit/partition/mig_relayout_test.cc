@@ -64,8 +64,8 @@ TEST_CASE("mig relayout: a drain is planned only over holders the caller lets go
   const NodeIndexId node = f.Add(ManagedH100("h100-0"));
   // A task holds the whole GPU as its 7g instance: no idle instance to re-shape.
   REQUIRE(f.placer.Place(Mig(f, "7g.80gb"), 1, 1, false).placed());
-  CHECK_FALSE(RelayoutIdleMig(f.cluster, Mig(f, "3g.40gb"), 1, Anywhere,
-                              [](const MigLayoutChange&) {}));
+  CHECK_FALSE(
+      RelayoutIdleMig(f.cluster, Mig(f, "3g.40gb"), 1, Anywhere, [](const MigLayoutChange&) {}));
 
   int asked = 0;
   auto drainable = [&](const NodeState&, int gpu, int instance) {

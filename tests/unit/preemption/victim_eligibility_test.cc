@@ -45,7 +45,8 @@ struct RuleFixture {
     v.allocated = &one_gpu;
     return v;
   }
-  VictimVerdict Judge(const Preemptor& p, const VictimFacts& v, TimestampUs now = 3600 * kSecondUs) {
+  VictimVerdict Judge(const Preemptor& p, const VictimFacts& v,
+                      TimestampUs now = 3600 * kSecondUs) {
     return VictimEligibility(tree, guard).Judge(p, v, now);
   }
 
@@ -98,7 +99,8 @@ TEST_CASE("victim rule: another queue's job within its guarantee does not give w
   CHECK(f.Judge(high, f.Running(1, f.a, 0)).MayStopNow(Extent::kWhole));
 }
 
-TEST_CASE("victim rule: a queue below its guarantee reclaims from a borrower, whatever the priority") {
+TEST_CASE(
+    "victim rule: a queue below its guarantee reclaims from a borrower, whatever the priority") {
   RuleFixture f;
   f.tree.AddAllocation(f.b, kGpu * 8, 0);  // "b" borrowed everything.
   const Preemptor reclaiming{100, f.a, 0, f.a};
