@@ -25,6 +25,7 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
       clock_(clock),
       host_(host),
       preemption_guard_(options.preemption),
+      gpu_health_(options.gpu_health),
       default_runtime_us_(std::chrono::duration_cast<std::chrono::microseconds>(
                               options.engine.default_runtime_estimate)
                               .count()),
@@ -129,8 +130,9 @@ std::vector<v1::Node> Engine::Nodes() const {
     *status->mutable_allocated() = n.Allocated().ToProto();
     status->set_running_tasks(n.running_tasks());
     for (size_t i = 0; i < n.gpus().size(); ++i) {
-      auto it = gpu_health_.find({n.id(), static_cast<int>(i)});
-      if (it != gpu_health_.end()) *status->add_gpus() = it->second;
+      if (const v1::GpuState* gpu = gpu_health_.Find(n.id(), static_cast<int>(i))) {
+        *status->add_gpus() = *gpu;
+      }
     }
     out.push_back(std::move(node));
   }

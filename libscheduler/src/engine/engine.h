@@ -27,6 +27,7 @@
 #include "engine/earliest_time.h"
 #include "engine/engine_statistics.h"
 #include "engine/executor.h"
+#include "engine/gpu_health_book.h"
 #include "engine/job_record.h"
 #include "engine/job_update.h"
 #include "engine/make_room_step.h"
@@ -319,6 +320,7 @@ class Engine final : public ExecutorEvents {
   ReservationBook reservations_;
   PreemptionPlanner preemption_planner_;
   PreemptionGuard preemption_guard_;
+  GpuHealthBook gpu_health_;  // GPUs with readings, and whether each may take work.
   // Live tasks on each node (job id, task index): the victims preemption can see there.
   std::vector<std::vector<std::pair<uint64_t, int32_t>>> tasks_by_node_;
   // Live tasks by expected end (the time limit, or default_runtime_estimate after the start):
@@ -360,7 +362,6 @@ class Engine final : public ExecutorEvents {
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
   std::map<int32_t, EarliestTime> preemptible_running_;
-  std::map<std::pair<NodeIndexId, int>, v1::GpuState> gpu_health_;  // GPUs with readings.
   uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
   TimestampUs preemption_retry_at_ = 0;
   // Per queue: what jobs waiting for their victims will take once they are gone.
