@@ -118,8 +118,9 @@ int RunChurn(const ChurnFlags& flags);
 struct PreemptFlags {
   CommonFlags common;
   int running = 20000;
-  double rate = 50;     // arrivals per second of virtual time.
-  double seconds = 20;  // of virtual time.
+  double rate = 50;          // arrivals per second of virtual time.
+  double seconds = 20;       // of virtual time.
+  std::string decision_log;  // every placement to this file (as DecideFlags).
 };
 int RunPreempt(const PreemptFlags& flags);
 

@@ -47,6 +47,8 @@ int Main(int argc, char** argv) {
   preempt_cmd->add_option("--seconds", preempt.seconds, "virtual seconds of arrivals")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  preempt_cmd->add_option("--decision-log", preempt.decision_log,
+                          "write every placement to this file (compare builds with cmp)");
 
   CLI::App* decide_cmd = app.add_subcommand(
       "decide", "placement throughput: J pending jobs onto N mixed-GPU nodes, Q queues");

@@ -6,12 +6,15 @@
 //
 //   tessera-bench preempt --running 20000 --rate 50 --seconds 60
 #include <condition_variable>
+#include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "bench_util.h"
 #include "benchmarks.h"
+#include "decision_log.h"
 #include "tessera/job.h"
 #include "tessera/scheduler.h"
 
@@ -40,6 +43,16 @@ StatusOr<Json> RunOnce(const PreemptFlags& flags, int run) {
   auto opened = Scheduler::Open(options);
   if (!opened.ok()) return opened.status();
   std::unique_ptr<Scheduler> scheduler = std::move(*opened);
+  // Every placement, victims' replacements and requeued attempts included: the log is read
+  // after each step, since GetJob shows only a job's latest attempt.
+  std::ofstream log_file;
+  std::optional<DecisionLog> log;
+  const std::string log_path = DecisionLogPath(flags.decision_log, run, flags.common.repeat);
+  if (!flags.decision_log.empty()) {
+    log_file.open(log_path, std::ios::trunc);
+    log.emplace(log_file, clock->NowUs());
+  }
+  auto log_step = [&]() -> Status { return log ? log->Update(*scheduler) : Status::Ok(); };
 
   Progress("preempt run " + std::to_string(run) + ": starting " + std::to_string(flags.running) +
            " low-priority jobs");
@@ -70,6 +83,7 @@ StatusOr<Json> RunOnce(const PreemptFlags& flags, int run) {
   }
   if (failed > 0) return InternalError("preempt: " + std::to_string(failed) + " submits failed");
   scheduler->WaitIdle();
+  TESSERA_RETURN_IF_ERROR(log_step());
   // An hour in: every job is past the minimum runtime, checkpoints are spread out.
   clock->AdvanceUs(3600 * kSecondUs + static_cast<int64_t>(rng() % (60 * kSecondUs)));
   scheduler->WaitIdle();
@@ -87,6 +101,7 @@ StatusOr<Json> RunOnce(const PreemptFlags& flags, int run) {
       if (*next > at) break;
       clock->AdvanceToUs(*next);
       scheduler->WaitIdle();
+      TESSERA_RETURN_IF_ERROR(log_step());
     }
     clock->AdvanceToUs(at);
     v1::JobSpec spec = JobSpecBuilder("default")
@@ -97,8 +112,15 @@ StatusOr<Json> RunOnce(const PreemptFlags& flags, int run) {
     auto job = scheduler->Submit(spec);
     if (!job.ok()) return job.status();
     scheduler->WaitIdle();
+    TESSERA_RETURN_IF_ERROR(log_step());
   }
   const double wall_s = wall.Seconds();
+  if (log) {
+    log_file.close();
+    if (!log_file) return InternalError("preempt: could not write the decision log " + log_path);
+    Progress("preempt run " + std::to_string(run) + ": " + std::to_string(log->lines()) +
+             " placements written to " + log_path);
+  }
   const v1::SchedulerStats after = scheduler->GetStats();
   const int64_t preemptions = after.preemptions() - before.preemptions();
   const int64_t lost_s = after.lost_gpu_seconds() - before.lost_gpu_seconds();

@@ -25,6 +25,7 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
       clock_(clock),
       host_(host),
       preemption_guard_(options.preemption),
+      gpu_health_(options.gpu_health),
       default_runtime_us_(std::chrono::duration_cast<std::chrono::microseconds>(
                               options.engine.default_runtime_estimate)
                               .count()),
@@ -35,6 +36,7 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
               .count()),
       feasibility_(std::make_shared<FeasibilityChecker>()) {
   paused_ = options.engine.start_paused;
+  make_room_steps_ = DefaultMakeRoomSteps();
   reservation_filter_->SetEndingBy(
       [this](NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) {
         TasksEndingBy(node, by, out);
@@ -128,8 +130,9 @@ std::vector<v1::Node> Engine::Nodes() const {
     *status->mutable_allocated() = n.Allocated().ToProto();
     status->set_running_tasks(n.running_tasks());
     for (size_t i = 0; i < n.gpus().size(); ++i) {
-      auto it = gpu_health_.find({n.id(), static_cast<int>(i)});
-      if (it != gpu_health_.end()) *status->add_gpus() = it->second;
+      if (const v1::GpuState* gpu = gpu_health_.Find(n.id(), static_cast<int>(i))) {
+        *status->add_gpus() = *gpu;
+      }
     }
     out.push_back(std::move(node));
   }
@@ -242,7 +245,7 @@ void Engine::Resume() {
 }
 
 bool Engine::HasDecisionWork() const {
-  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
+  if (paused_ || persist_retries_.degraded() || !superseded_stopping_.empty()) return false;
   return capacity_freed_ || queues_.PickLeaf().has_value();
 }
 
@@ -250,20 +253,12 @@ v1::SchedulerStats Engine::Stats() const {
   v1::SchedulerStats stats;
   stats.set_pending_jobs(pending_jobs_);
   stats.set_running_jobs(running_jobs_);
-  stats.set_finished_jobs(finished_);
-  stats.set_decisions(decisions_);
-  stats.set_placements(placements_);
-  *stats.mutable_decision_latency() = decision_latency_.Summary();
   int64_t nodes = 0;
   for (const NodeState& n : cluster_.nodes()) nodes += n.present() ? 1 : 0;
   stats.set_nodes(nodes);
   stats.set_queues(static_cast<int64_t>(queues_.All().size()));
   stats.set_reservations(static_cast<int64_t>(reservations_.size()));
-  stats.set_backfilled(backfilled_);
-  *stats.mutable_reservation_latency() = reservation_latency_.Summary();
-  stats.set_preemptions(preempted_);
-  *stats.mutable_preemption_latency() = preemption_latency_.Summary();
-  stats.set_lost_gpu_seconds(lost_gpu_us_ / 1'000'000);
+  statistics_.Fill(stats);
   return stats;
 }
 

@@ -24,11 +24,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/latency_histogram.h"
 #include "engine/earliest_time.h"
+#include "engine/engine_statistics.h"
 #include "engine/executor.h"
+#include "engine/gpu_health_book.h"
 #include "engine/job_record.h"
 #include "engine/job_update.h"
+#include "engine/make_room_step.h"
+#include "engine/persist_retry_queue.h"
 #include "engine/reservations.h"
 #include "engine/timer_queue.h"
 #include "fairshare/queue_tree.h"
@@ -38,6 +41,7 @@
 #include "placement/placer.h"
 #include "preemption/preemption_guard.h"
 #include "preemption/preemption_planner.h"
+#include "preemption/victim_eligibility.h"
 #include "tessera/clock.h"
 #include "tessera/options.h"
 #include "tessera/v1/event.pb.h"
@@ -220,6 +224,23 @@ class Engine final : public ExecutorEvents {
   void BackfillArrivals();
   void PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result);
 
+  // engine_make_room.cc
+  // The make-room steps (make_room_step.h), each the door to one way of making room.
+  class RepartitionMigStep;
+  class PreemptStep;
+  class DrainMigStep;
+  class ReserveStep;
+  // The steps in the order they are asked: repartition-mig, preempt, drain-mig, reserve.
+  std::vector<std::unique_ptr<MakeRoomStep>> DefaultMakeRoomSteps();
+  struct PlacementAfterSteps {
+    PlacementResult result;    // the last placement tried.
+    bool room_coming = false;  // a step took charge: the job waits aside for room being made.
+  };
+  // Places `job` (between `min_tasks` and `allowed` tasks); where it does not fit, asks the
+  // make-room steps in order until it is placed or a step takes charge. Steps that serve only
+  // a queue's head run only when `queue_head`.
+  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed, bool queue_head);
+
   // engine_reservations.cc
   // Reserves nodes for the pass's reservation candidate, which did not fit, if a slot is free
   // (or it comes strictly before a holder in fair order) and the running jobs' time limits
@@ -260,6 +281,8 @@ class Engine final : public ExecutorEvents {
   void ArmPreemptionRetry(TimestampUs at);
   void RequeuePreempted(JobRecord& job);
   TimestampUs LastCheckpoint(const JobRecord& job, TimestampUs now) const;
+  // What the victim rule (preemption/victim_eligibility.h) reads of `job`.
+  static VictimFacts VictimFactsOf(const JobRecord& job);
   // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
   // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
   int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;
@@ -269,19 +292,15 @@ class Engine final : public ExecutorEvents {
   // engine_elastic.cc
   void GrowElastic();
 
-  // engine_mig.cc
-  // At most this many managed MIG GPUs are planned for one job that does not fit, so a job
-  // waiting for an instance costs a bounded time per decision.
-  static constexpr int kMigGpusPlannedPerJob = 8;
+  // engine_mig.cc (the planning is partition/mig_relayout's)
   // Re-partitions idle instances of managed MIG GPUs so that `job`'s gang minimum finds
   // instances it accepts. Returns true when some layout changed (placement is worth a retry).
   bool RepartitionMigFor(const JobRecord& job, int min_tasks);
-  // When no free instances can be re-shaped: preempts the cheapest lower-priority jobs whose
-  // instances a new layout would replace (at most kMaxMigDrainLostGpuUs of lost work, with the
-  // usual preemption guards). The job waits aside with what they free held for it
+  // When no free instances can be re-shaped: preempts the cheapest jobs the victim rule allows
+  // whose instances a new layout would replace (at most kMaxMigDrainLostGpuUs of lost work,
+  // with the usual preemption guards). The job waits aside with what they free held for it
   // (AwaitVictims); once they have stopped, re-partitioning finds the room free.
   // Returns true when victims were told to stop.
-  static constexpr int64_t kMaxMigDrainLostGpuUs = 3600LL * 1'000'000;  // one GPU-hour.
   bool DrainMigFor(JobRecord& job, int min_tasks);
 
   // engine_health.cc
@@ -301,6 +320,7 @@ class Engine final : public ExecutorEvents {
   ReservationBook reservations_;
   PreemptionPlanner preemption_planner_;
   PreemptionGuard preemption_guard_;
+  GpuHealthBook gpu_health_;  // GPUs with readings, and whether each may take work.
   // Live tasks on each node (job id, task index): the victims preemption can see there.
   std::vector<std::vector<std::pair<uint64_t, int32_t>>> tasks_by_node_;
   // Live tasks by expected end (the time limit, or default_runtime_estimate after the start):
@@ -310,7 +330,10 @@ class Engine final : public ExecutorEvents {
   const int64_t default_runtime_us_;
   ReservationFilter* reservation_filter_ = nullptr;  // owned by placer_.
   Placer placer_;
+  std::vector<std::unique_ptr<MakeRoomStep>> make_room_steps_;
   QueueTree queues_;
+  // Who may be stopped for whom: one rule for preemption, shrinks and MIG drains.
+  VictimEligibility victim_eligibility_{queues_, preemption_guard_};
   TimerQueue timers_;
   std::shared_ptr<const FeasibilityChecker> feasibility_;
 
@@ -339,42 +362,23 @@ class Engine final : public ExecutorEvents {
   // Start times of running preemptible jobs, by priority: tells at a glance whether any job
   // could be a victim (lower priority, past the minimum runtime) before searching nodes.
   std::map<int32_t, EarliestTime> preemptible_running_;
-  std::map<std::pair<NodeIndexId, int>, v1::GpuState> gpu_health_;  // GPUs with readings.
   uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
-  LatencyHistogram reservation_latency_;
-  LatencyHistogram preemption_latency_;
-  int64_t preempted_ = 0;
   TimestampUs preemption_retry_at_ = 0;
   // Per queue: what jobs waiting for their victims will take once they are gone.
   std::unordered_map<QueueId, ResourceVector> incoming_;
-  int64_t lost_gpu_us_ = 0;
   bool paused_ = false;
-  bool store_degraded_ = false;
-  struct FailedPersist {
-    JobUpdate update;
-    std::function<void(const Status&)> durable;
-  };
   // Updates the store refused (disk full, I/O error): retried in order, with decisions paused
   // until they are durable, so nothing the engine did is lost.
-  std::vector<FailedPersist> failed_persists_;
-  bool persist_retry_scheduled_ = false;
-  Status last_store_error_;
+  PersistRetryQueue persist_retries_;
   // Cancels waiting for their write, by job (see CancelJob).
   std::unordered_map<uint64_t, std::function<void(StatusOr<v1::JobStatus>)>> cancel_replies_;
   void AnswerCancel(uint64_t id, StatusOr<v1::JobStatus> answer);
-  // Whether a change of job `id` waits for a retry because the store refused it; the error a
-  // request about it gets meanwhile.
-  bool HasUnrecordedUpdate(uint64_t id) const;
-  Status UnrecordedError(uint64_t id, std::string_view what) const;
 
-  // Statistics.
-  int64_t decisions_ = 0;
-  int64_t placements_ = 0;
-  int64_t backfilled_ = 0;
-  int64_t finished_ = 0;
+  // Counts and latencies for Stats(); they decide nothing.
+  EngineStatistics statistics_;
+  // The state machine's counts (they decide: timers act only while a job waits).
   int64_t running_jobs_ = 0;
   int64_t pending_jobs_ = 0;
-  LatencyHistogram decision_latency_;
 };
 
 }  // namespace tessera

@@ -16,7 +16,7 @@ constexpr char kTwinDoesNotFit[] = "waiting for capacity: a job asking no less d
 }  // namespace
 
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
-  if (paused_ || store_degraded_ || !superseded_stopping_.empty()) return false;
+  if (paused_ || persist_retries_.degraded() || !superseded_stopping_.empty()) return false;
   if (capacity_freed_) {
     queues_.UnblockCapacity();
     capacity_freed_ = false;
@@ -48,9 +48,7 @@ bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
     const auto start = std::chrono::steady_clock::now();
     Decide(*leaf, job);
     const auto end = std::chrono::steady_clock::now();
-    decision_latency_.Record(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
-    ++decisions_;
+    statistics_.Decided(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
     if (end >= deadline) {
       PlanReservation();
       return queues_.PickLeaf().has_value() || backfill_due_;
@@ -156,25 +154,17 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
       job.time_limit_us > 0 ? std::optional<TimestampUs>(clock_.NowUs() + job.time_limit_us)
                             : std::nullopt;
   reservation_filter_->SetPlacing(job.id, ends_by);
-  PlacementResult result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
-  if (!result.placed() && managed_mig_gpus_ > 0 && job.shape.fractional_gpu() &&
-      RepartitionMigFor(job, min_tasks)) {
-    result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
-  }
+  // Where it does not fit, the make-room steps try in order (engine_make_room.cc); the queue's
+  // head gets every step, other attempts only those that stop nobody.
+  PlacementAfterSteps placement =
+      PlaceMakingRoom(job, min_tasks, allowed, /*queue_head=*/on_failure_block_and_reserve);
+  // A job that preempts (or drains) waits aside, with the freed room held for it; the next job
+  // of its queue may then try, so the queue is not blocked.
+  if (placement.room_coming) return PlaceAttempt::kDoesNotFit;
+  PlacementResult& result = placement.result;
   if (!result.placed()) {
     PublishWaitingReason(job, std::move(result.reason));
     if (on_failure_block_and_reserve) {
-      // The first job of a pass that does not fit is the one most deserving a reservation;
-      // planning it waits for the end of the pass, so a decision stays cheap.
-      // A job that preempts waits aside, with the freed nodes reserved for it; the next job
-      // of its queue may then try, so the queue is not blocked.
-      if (TryPreempt(job)) return PlaceAttempt::kDoesNotFit;
-      if (managed_mig_gpus_ > 0 && job.shape.fractional_gpu() && DrainMigFor(job, min_tasks)) {
-        return PlaceAttempt::kDoesNotFit;
-      }
-      if (options_.engine.max_reservations > 0 && reservation_candidate_ == 0) {
-        reservation_candidate_ = job.id;
-      }
       queues_.BlockOnCapacity(leaf);
       // Jobs behind this head may fit where it does not.
       if (queues_.PendingCount(leaf) > 1) backfill_due_ = true;
@@ -192,13 +182,14 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
 
 void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   const bool first_start = job.PlacedTasks() == 0;
-  ++placements_;
+  bool backfilled = false;
   for (const TaskAllocation& a : result.tasks) {
     if (reservations_.HeldWholeForOther(a.node, job.id)) {
-      ++backfilled_;
+      backfilled = true;
       break;
     }
   }
+  statistics_.Placed(backfilled);
   if (reservations_.Find(job.id)) DropReservation(job);
   const TimestampUs now = clock_.NowUs();
   ResourceVector delta;

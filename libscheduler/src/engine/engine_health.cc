@@ -1,6 +1,6 @@
-// GPU health: telemetry from backends marks a GPU failed (fatal ECC or XID errors: no more
-// work, its tasks requeued) or too hot (no new work until it cools below a lower mark); an
-// executor lost and regained, and the tasks of superseded attempts it still runs.
+// GPU health: telemetry from backends (judged by GpuHealthBook) marks a GPU failed (fatal ECC or
+// XID errors: no more work, its tasks requeued) or too hot (no new work until it cools below a
+// lower mark); an executor lost and regained, and the tasks of superseded attempts it still runs.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -19,49 +19,24 @@ Status Engine::OnTelemetry(const v1::GpuTelemetry& reading) {
     return InvalidArgumentError("gpu: index " + std::to_string(gpu) + " out of range for node '" +
                                 reading.node() + "' (" + std::to_string(count) + " GPUs)");
   }
-  v1::GpuState& state = gpu_health_[{node->id(), gpu}];
-  state.set_index(gpu);
-  *state.mutable_last() = reading;
-  if (reading.time_us() == 0) state.mutable_last()->set_time_us(clock_.NowUs());
-
-  const GpuHealthOptions& limits = options_.gpu_health;
-  std::string fatal;
-  if (reading.ecc_uncorrectable_errors() > 0) {
-    fatal = std::to_string(reading.ecc_uncorrectable_errors()) + " uncorrectable ECC error(s)";
-  }
-  for (int xid : reading.xid_errors()) {
-    if (std::find(limits.fatal_xids.begin(), limits.fatal_xids.end(), xid) !=
-        limits.fatal_xids.end()) {
-      fatal = "XID " + std::to_string(xid);
-    }
-  }
-  const bool was_usable = !state.failed() && !state.too_hot();
-  if (!fatal.empty() && !state.failed()) {
-    state.set_failed(true);
-    state.set_reason(fatal);
-  }
-  if (!state.too_hot() && reading.temperature_c() >= limits.max_temperature_c) {
-    state.set_too_hot(true);
-    if (!state.failed())
-      state.set_reason("too hot: " + std::to_string(reading.temperature_c()) + " C");
-  } else if (state.too_hot() && reading.temperature_c() <= limits.resume_temperature_c) {
-    state.set_too_hot(false);
-    if (!state.failed()) state.clear_reason();
-  }
-  const bool usable = !state.failed() && !state.too_hot();
-  if (usable == was_usable) return Status::Ok();
+  const GpuHealthBook::Verdict verdict =
+      gpu_health_.Record(node->id(), gpu, reading, clock_.NowUs());
+  if (!verdict.changed) return Status::Ok();
+  const bool usable = verdict.usable;
 
   node->SetGpuHealthy(gpu, usable);
   placer_.Refresh(node->id());
   const std::string what =
-      "gpu " + std::to_string(gpu) + (usable ? " usable again" : ": " + state.reason());
+      "gpu " + std::to_string(gpu) + (usable ? " usable again" : ": " + verdict.reason);
   PersistNodeEvent(node->name(), what);
   if (usable) {
     capacity_freed_ = true;
     host_.RequestDecisions();
     return Status::Ok();
   }
-  if (state.failed() && limits.requeue_on_failure) EvictFromGpu(*node, gpu, state.reason());
+  if (verdict.failed && options_.gpu_health.requeue_on_failure) {
+    EvictFromGpu(*node, gpu, verdict.reason);
+  }
   return Status::Ok();
 }
 
@@ -86,16 +61,10 @@ void Engine::EvictFromGpu(const NodeState& node, int gpu, const std::string& why
 }
 
 void Engine::ClearFailedGpus(NodeState& node) {
-  bool cleared = false;
-  for (int gpu = 0; gpu < static_cast<int>(node.gpus().size()); ++gpu) {
-    auto it = gpu_health_.find({node.id(), gpu});
-    if (it == gpu_health_.end() || !it->second.failed()) continue;
-    it->second.set_failed(false);
-    it->second.clear_reason();
-    node.SetGpuHealthy(gpu, !it->second.too_hot());
-    cleared = true;
-  }
-  if (cleared) placer_.Refresh(node.id());
+  const std::vector<std::pair<int, bool>> cleared =
+      gpu_health_.ClearFailed(node.id(), static_cast<int>(node.gpus().size()));
+  for (const auto& [gpu, usable] : cleared) node.SetGpuHealthy(gpu, usable);
+  if (!cleared.empty()) placer_.Refresh(node.id());
 }
 
 void Engine::PersistNodeEvent(const std::string& node, const std::string& reason,

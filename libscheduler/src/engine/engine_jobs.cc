@@ -245,7 +245,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
     job.reason = "cancelled; its tasks were lost while stopping (" + reason + ")";
     events.push_back(MakeEvent(job, v1::LOST, job.reason));
     Persist(job, std::move(events));
-    ++finished_;
+    statistics_.Finished();
     jobs_.erase(job.id);
     return;
   }
@@ -255,7 +255,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
     job.reason = "lost " + std::to_string(job.losses) + " times; giving up";
     events.push_back(MakeEvent(job, v1::LOST, job.reason));
     Persist(job, std::move(events));
-    ++finished_;
+    statistics_.Finished();
     jobs_.erase(job.id);
     return;
   }
@@ -405,7 +405,7 @@ bool Engine::MaybeFinish(JobRecord& job) {
   SetState(job, end);
   job.end_time_us = clock_.NowUs();
   Persist(job, MakeEvent(job, from, job.reason));
-  ++finished_;
+  statistics_.Finished();
   jobs_.erase(job.id);
   return true;
 }
@@ -414,12 +414,14 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
   JobRecord* job = FindJob(id);
   if (!job) {
     // Finished in the engine, but maybe not yet in the store, which the caller checks next.
-    if (HasUnrecordedUpdate(id)) return done(UnrecordedError(id, "ended"));
+    if (persist_retries_.Holds(id)) return done(persist_retries_.UnrecordedError(id, "ended"));
     done(NotFoundError("job " + std::to_string(id) + " is not held by the engine"));
     return;
   }
   if (job->cancel_requested) {
-    if (HasUnrecordedUpdate(id)) return done(UnrecordedError(id, "cancel requested"));
+    if (persist_retries_.Holds(id)) {
+      return done(persist_retries_.UnrecordedError(id, "cancel requested"));
+    }
     done(BuildStatus(*job));
     return;
   }
@@ -444,7 +446,7 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
     job->reason = "cancelled";
     v1::JobStatus final_status = BuildStatus(*job);
     Persist(*job, MakeEvent(*job, from, "cancelled"), reply(final_status));
-    ++finished_;
+    statistics_.Finished();
     jobs_.erase(id);
   } else {
     job->reason = "cancel requested; stopping tasks";
@@ -453,7 +455,9 @@ void Engine::CancelJob(uint64_t id, std::function<void(StatusOr<v1::JobStatus>)>
     MaybeFinish(*job);
   }
   // Queued behind writes the store refused: it waits for the next retry, the caller does not.
-  if (store_degraded_) AnswerCancel(id, UnrecordedError(id, "cancelled"));
+  if (persist_retries_.degraded()) {
+    AnswerCancel(id, persist_retries_.UnrecordedError(id, "cancelled"));
+  }
 }
 
 void Engine::AnswerCancel(uint64_t id, StatusOr<v1::JobStatus> answer) {
@@ -462,21 +466,6 @@ void Engine::AnswerCancel(uint64_t id, StatusOr<v1::JobStatus> answer) {
   std::function<void(StatusOr<v1::JobStatus>)> done = std::move(it->second);
   cancel_replies_.erase(it);
   done(std::move(answer));
-}
-
-bool Engine::HasUnrecordedUpdate(uint64_t id) const {
-  for (const FailedPersist& f : failed_persists_) {
-    if (f.update.job_id == id) return true;
-  }
-  return false;
-}
-
-Status Engine::UnrecordedError(uint64_t id, std::string_view what) const {
-  const StatusCode code =
-      last_store_error_.ok() ? StatusCode::kUnavailable : last_store_error_.code();
-  return Status(code,
-                "job " + std::to_string(id) + ": " + std::string(what) +
-                    ", but the store has not recorded it yet: " + last_store_error_.message());
 }
 
 v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
@@ -585,9 +574,9 @@ void Engine::WithdrawWaitingReason(JobRecord& job) {
 }
 
 void Engine::SendPersist(JobUpdate update, std::function<void(const Status&)> durable) {
-  if (store_degraded_) {
+  if (persist_retries_.degraded()) {
     // Keep the order: nothing overtakes an update that is waiting for a retry.
-    failed_persists_.push_back({std::move(update), std::move(durable)});
+    persist_retries_.Enqueue(std::move(update), std::move(durable));
     return;
   }
   host_.Persist(std::move(update), std::move(durable));
@@ -595,16 +584,13 @@ void Engine::SendPersist(JobUpdate update, std::function<void(const Status&)> du
 
 void Engine::PersistFailed(const Status& status, JobUpdate update,
                            std::function<void(const Status&)> durable) {
-  if (!store_degraded_) {
+  if (!persist_retries_.degraded()) {
     spdlog::error("store write failed, pausing decisions and retrying: {}", status.ToString());
   }
-  store_degraded_ = true;
-  last_store_error_ = status;
   const uint64_t job_id = update.job_id;
-  failed_persists_.push_back({std::move(update), std::move(durable)});
-  AnswerCancel(job_id, UnrecordedError(job_id, "cancelled"));
-  if (!persist_retry_scheduled_) {
-    persist_retry_scheduled_ = true;
+  const bool arm_retry = persist_retries_.Refused(status, std::move(update), std::move(durable));
+  AnswerCancel(job_id, persist_retries_.UnrecordedError(job_id, "cancelled"));
+  if (arm_retry) {
     const int64_t delay_us =
         std::chrono::duration_cast<std::chrono::microseconds>(options_.engine.store_retry).count();
     timers_.Schedule(clock_.NowUs() + delay_us, [this] { RetryFailedPersists(); });
@@ -612,11 +598,8 @@ void Engine::PersistFailed(const Status& status, JobUpdate update,
 }
 
 void Engine::RetryFailedPersists() {
-  persist_retry_scheduled_ = false;
-  std::vector<FailedPersist> retry = std::move(failed_persists_);
-  failed_persists_.clear();
-  store_degraded_ = false;
-  for (FailedPersist& f : retry) {
+  std::vector<PersistRetryQueue::Entry> retry = persist_retries_.TakeAll();
+  for (PersistRetryQueue::Entry& f : retry) {
     // Write the job's latest status (an older one would overwrite newer progress) with the
     // events that never reached the store.
     if (JobRecord* job = FindJob(f.update.job_id)) {

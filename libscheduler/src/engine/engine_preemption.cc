@@ -1,4 +1,5 @@
-// Preemption in the engine: who may be a victim, carrying out a plan (notice, grace period,
+// Preemption in the engine: listing the victims the rule allows (preemption/victim_eligibility),
+// carrying out a plan (notice, grace period,
 // stop, requeue with the original submit time), and the index of live tasks per node that the
 // planner looks through.
 #include <algorithm>
@@ -48,6 +49,23 @@ TimestampUs Engine::LastCheckpoint(const JobRecord& job, TimestampUs now) const 
     last = std::max(last, job.start_time_us + periods * job.checkpoint_every_us);
   }
   return last;
+}
+
+VictimFacts Engine::VictimFactsOf(const JobRecord& job) {
+  VictimFacts facts;
+  facts.job = job.id;
+  facts.queue = job.queue;
+  facts.priority = job.key.priority;
+  facts.running = job.state == v1::RUNNING;
+  facts.stopping = job.preempting;
+  facts.preemptible = job.preemptible;
+  facts.elastic = job.elastic;
+  facts.live_tasks = job.LiveTasks();
+  facts.gang_min = job.gang_min;
+  facts.started_us = job.start_time_us;
+  facts.preempted_us = job.preempted_at_us;
+  facts.allocated = &job.allocated;
+  return facts;
 }
 
 bool Engine::TryPreempt(JobRecord& job) {
@@ -106,22 +124,19 @@ bool Engine::TryPreempt(JobRecord& job) {
   // The planner looks at a bounded number of nodes; room for their jobs avoids rehashing.
   victims.reserve(preemption_planner_.CandidateBudget(cluster_.size()) * 8);
   TimestampUs retry_at = 0;  // when a guard that refused a victim will allow it.
+  const Preemptor preemptor{job.id, job.queue, job.key.priority, claimant};
   auto victims_of = [&](uint64_t id) -> const std::vector<Victim>& {
     auto [it, inserted] = victims.try_emplace(id);
     if (!inserted) return it->second;
     const JobRecord& v = jobs_.at(id);
-    if (v.id == job.id || v.state != v1::RUNNING || v.preempting || !v.preemptible) {
+    const VictimVerdict verdict = victim_eligibility_.Judge(preemptor, VictimFactsOf(v), now);
+    if (verdict.extent == VictimVerdict::Extent::kNone) return it->second;
+    if (!verdict.allowed_now) {
+      if (retry_at == 0 || verdict.allowed_at < retry_at) retry_at = verdict.allowed_at;
       return it->second;
     }
-    const int live = v.LiveTasks();
-    if (v.elastic && live > v.gang_min && v.key.priority <= job.key.priority) {
-      // A shrink stops tasks like a preemption does: the same minimum runtime protects them.
-      if (!preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
-        const TimestampUs allowed = preemption_guard_.AllowedAt(v.start_time_us, v.preempted_at_us);
-        if (retry_at == 0 || allowed < retry_at) retry_at = allowed;
-        return it->second;
-      }
-      int extra = live - v.gang_min;
+    if (verdict.extent == VictimVerdict::Extent::kShrink) {
+      int extra = v.LiveTasks() - v.gang_min;
       for (auto t = v.tasks.rbegin(); t != v.tasks.rend() && extra > 0; ++t) {
         if (t->exited || t->stopping) continue;
         Victim victim;
@@ -132,20 +147,6 @@ bool Engine::TryPreempt(JobRecord& job) {
         it->second.push_back(std::move(victim));
         --extra;
       }
-      return it->second;
-    }
-    // A lower priority gives way inside its own queue, and in another queue only as far as that
-    // queue keeps its guarantee without the victim: what a queue holds within its guarantee
-    // would be reclaimed from the preemptor's queue at once, and the two would take turns
-    // preempting each other for ever.
-    const bool by_priority =
-        v.key.priority < job.key.priority &&
-        (v.queue == job.queue || queues_.MayReclaimFrom(v.queue, job.queue, v.allocated));
-    const bool by_reclaim = reclaim && queues_.MayReclaimFrom(v.queue, *claimant, v.allocated);
-    if (!by_priority && !by_reclaim) return it->second;
-    if (!preemption_guard_.MayPreempt(now, v.start_time_us, v.preempted_at_us)) {
-      const TimestampUs allowed = preemption_guard_.AllowedAt(v.start_time_us, v.preempted_at_us);
-      if (retry_at == 0 || allowed < retry_at) retry_at = allowed;
       return it->second;
     }
     Victim victim;
@@ -188,9 +189,9 @@ bool Engine::TryPreempt(JobRecord& job) {
   };
   std::optional<PreemptionPlan> plan =
       preemption_planner_.Plan(cluster_, job.shape, min_tasks, job.same_node, victims_on, usable);
-  preemption_latency_.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::steady_clock::now() - started)
-                                 .count());
+  statistics_.PreemptionPlanned(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - started)
+                                    .count());
   int whole = 0;
   if (plan) {
     for (const Victim* v : plan->victims) whole += v->shrink_only ? 0 : 1;
@@ -226,16 +227,16 @@ bool Engine::TryPreempt(JobRecord& job) {
   for (const Victim* v : plan->victims) {
     JobRecord& victim = jobs_.at(v->job);
     grace_us = std::max(grace_us, victim.grace_ms * 1000);
-    lost_gpu_us_ += v->cost.lost_gpu_us;
+    statistics_.LostWork(v->cost.lost_gpu_us);
     if (v->shrink_only) {
       shrinks[v->job].push_back(v);
     } else {
-      ++preempted_;
+      statistics_.Preempted();
       Preempt(victim, "preempted " + why(victim));
     }
   }
   for (const auto& [victim_id, tasks] : shrinks) {
-    ++preempted_;
+    statistics_.Preempted();
     JobRecord& victim = jobs_.at(victim_id);
     Shrink(victim, tasks, "shrinking " + why(victim));
   }

@@ -22,7 +22,7 @@ void Engine::PlanReservation() {
   if (!job || !job->in_pending) return;
   const auto start = std::chrono::steady_clock::now();
   TryReserve(*job);
-  reservation_latency_.Record(
+  statistics_.ReservationPlanned(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count());
 }

@@ -1,6 +1,7 @@
 // Victim: a running job (or the elastic tasks of one above its minimum) that could be stopped
-// to make room, with what stopping it would cost. The engine lists the eligible ones; the
-// planner chooses among them and never stops anything itself.
+// to make room, with what stopping it would cost. Who is eligible is VictimEligibility's rule
+// (victim_eligibility.h); the engine lists the jobs it allows, the planner chooses among them
+// and never stops anything itself.
 #pragma once
 
 #include <cstdint>

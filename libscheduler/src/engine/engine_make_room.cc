@@ -1,0 +1,111 @@
+// The engine's make-room steps (make_room_step.h) and their order. Each step here is the
+// engine's door to one way of making room; the order is the engine's policy:
+//
+//   1. repartition-mig: re-shape idle instances of managed MIG GPUs (every attempt);
+//   2. preempt: shrink elastic jobs, stop lower-priority work or reclaim a guarantee;
+//   3. drain-mig: stop the work on instances a new MIG layout would replace;
+//   4. reserve: name the job the pass's reservation candidate (planned at the end of the pass).
+//
+// Re-shaping idle instances stops nobody, so it comes first; preemption stops whole-GPU and
+// shared work before a MIG GPU is drained, which always stops whole jobs; a reservation takes
+// nothing from anyone now, so it is the last resort.
+#include <memory>
+
+#include "engine/engine.h"
+
+namespace tessera {
+
+class Engine::RepartitionMigStep final : public MakeRoomStep {
+ public:
+  explicit RepartitionMigStep(Engine& engine) : engine_(engine) {}
+  std::string_view name() const override { return "repartition-mig"; }
+  MakeRoomReach reach() const override { return MakeRoomReach::kEveryAttempt; }
+  MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks) override {
+    if (engine_.managed_mig_gpus_ == 0 || !job.shape.fractional_gpu()) {
+      return MakeRoomOutcome::kNoRoom;
+    }
+    return engine_.RepartitionMigFor(job, min_tasks) ? MakeRoomOutcome::kPlaceAgain
+                                                     : MakeRoomOutcome::kNoRoom;
+  }
+
+ private:
+  Engine& engine_;
+};
+
+class Engine::PreemptStep final : public MakeRoomStep {
+ public:
+  explicit PreemptStep(Engine& engine) : engine_(engine) {}
+  std::string_view name() const override { return "preempt"; }
+  MakeRoomReach reach() const override { return MakeRoomReach::kQueueHead; }
+  MakeRoomOutcome MakeRoom(JobRecord& job, int /*min_tasks*/) override {
+    return engine_.TryPreempt(job) ? MakeRoomOutcome::kRoomComing : MakeRoomOutcome::kNoRoom;
+  }
+
+ private:
+  Engine& engine_;
+};
+
+class Engine::DrainMigStep final : public MakeRoomStep {
+ public:
+  explicit DrainMigStep(Engine& engine) : engine_(engine) {}
+  std::string_view name() const override { return "drain-mig"; }
+  MakeRoomReach reach() const override { return MakeRoomReach::kQueueHead; }
+  MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks) override {
+    if (engine_.managed_mig_gpus_ == 0 || !job.shape.fractional_gpu()) {
+      return MakeRoomOutcome::kNoRoom;
+    }
+    return engine_.DrainMigFor(job, min_tasks) ? MakeRoomOutcome::kRoomComing
+                                               : MakeRoomOutcome::kNoRoom;
+  }
+
+ private:
+  Engine& engine_;
+};
+
+// The first job of a pass that does not fit is the one most deserving a reservation; planning
+// it waits for the end of the pass (PlanReservation), so a decision stays cheap. The job stays
+// in line either way.
+class Engine::ReserveStep final : public MakeRoomStep {
+ public:
+  explicit ReserveStep(Engine& engine) : engine_(engine) {}
+  std::string_view name() const override { return "reserve"; }
+  MakeRoomReach reach() const override { return MakeRoomReach::kQueueHead; }
+  MakeRoomOutcome MakeRoom(JobRecord& job, int /*min_tasks*/) override {
+    if (engine_.options_.engine.max_reservations > 0 && engine_.reservation_candidate_ == 0) {
+      engine_.reservation_candidate_ = job.id;
+    }
+    return MakeRoomOutcome::kNoRoom;
+  }
+
+ private:
+  Engine& engine_;
+};
+
+std::vector<std::unique_ptr<MakeRoomStep>> Engine::DefaultMakeRoomSteps() {
+  std::vector<std::unique_ptr<MakeRoomStep>> steps;
+  steps.push_back(std::make_unique<RepartitionMigStep>(*this));
+  steps.push_back(std::make_unique<PreemptStep>(*this));
+  steps.push_back(std::make_unique<DrainMigStep>(*this));
+  steps.push_back(std::make_unique<ReserveStep>(*this));
+  return steps;
+}
+
+Engine::PlacementAfterSteps Engine::PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed,
+                                                    bool queue_head) {
+  PlacementAfterSteps out;
+  out.result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
+  for (const std::unique_ptr<MakeRoomStep>& step : make_room_steps_) {
+    if (out.result.placed()) break;
+    if (step->reach() == MakeRoomReach::kQueueHead && !queue_head) continue;
+    const MakeRoomOutcome outcome = step->MakeRoom(job, min_tasks);
+    if (outcome == MakeRoomOutcome::kPlaceAgain) {
+      out.result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
+    } else if (outcome == MakeRoomOutcome::kRoomComing) {
+      out.room_coming = true;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera
