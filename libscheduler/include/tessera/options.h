@@ -16,6 +16,7 @@
 
 #include "tessera/clock.h"
 #include "tessera/export.h"
+#include "tessera/logging.h"
 #include "tessera/plugin_host.h"
 #include "tessera/v1/node.pb.h"
 
@@ -252,6 +253,10 @@ struct Options {
   // that names no queue goes there. Empty means no queue is created and every job must name
   // its queue ("queue: required").
   std::string default_queue = "default";
+
+  // Where this scheduler's log lines go, and from which level (tessera/logging.h). The library
+  // never writes to stdout; with no sink, lines go to stderr.
+  LogOptions log;
 
   // Time source. Null means the real system clock.
   std::shared_ptr<Clock> clock;

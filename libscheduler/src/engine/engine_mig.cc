@@ -3,10 +3,9 @@
 // (RepartitionMigFor); busy instances stay where they are. When that is not enough, the
 // cheapest lower-priority tasks whose instances a new layout would replace are preempted
 // (DrainMigFor), and what they free is held for the job until it is placed.
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
+#include "common/log.h"
 #include "engine/engine.h"
 #include "placement/mig_layout_planner.h"
 
@@ -113,8 +112,8 @@ bool Engine::RepartitionMigFor(const JobRecord& job, int min_tasks) {
                          " for job " + std::to_string(job.id),
                      v1::MIG_LAYOUT_CHANGED);
     placer_.Refresh(node.id());
-    spdlog::info("re-partitioned MIG GPU {} of {} for job {}: {} instance(s) now offered", c.gpu,
-                 node.name(), job.id, plan->satisfied);
+    LogInfo(options_.log, "re-partitioned MIG GPU {} of {} for job {}: {} instance(s) now offered",
+            c.gpu, node.name(), job.id, plan->satisfied);
     remaining -= std::max(1, plan->satisfied - offered_before);
     changed = true;
   }
@@ -241,8 +240,8 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
     ++preempted_;
     Preempt(victim, why);
   }
-  spdlog::info("draining {} job(s) on MIG GPU {} of {} for job {}", whole, best->gpu,
-               cluster_.node(best->node).name(), job.id);
+  LogInfo(options_.log, "draining {} job(s) on MIG GPU {} of {} for job {}", whole, best->gpu,
+          cluster_.node(best->node).name(), job.id);
   // The freed room is held for this job, so a job that fits it first cannot take it.
   AwaitVictims(job, {best->node}, {freed}, grace_us, "waiting for MIG instances being drained");
   return true;
