@@ -62,6 +62,29 @@ struct StoreOptions {
   StoreCheck check_at_open = StoreCheck::kQuick;
 };
 
+// How long the store keeps finished jobs (SUCCEEDED, FAILED, CANCELLED) with their specs and
+// events. Without a bound the store grows with every job. A job past a bound is deleted: GetJob
+// answers NOT_FOUND, ListJobs leaves it out, WatchEvents no longer returns its events, and its
+// idempotency key may be used again. Live jobs and their events are never deleted, nor node and
+// queue events. Deletion runs on its own thread, in batches, each one commit of the store
+// writer, so it never holds up decisions and a batch only briefly holds up other writes.
+struct RetentionOptions {
+  // Finished jobs are deleted this long after they finished, on the scheduler's clock. 0: no
+  // time bound.
+  std::chrono::seconds finished_job_ttl{0};
+  // At most this many finished jobs are kept, the most recently finished; older ones are
+  // deleted. 0: no count bound.
+  int64_t max_finished_jobs = 0;
+  // How often (in real time) the bounds are applied. Shorter keeps the store closer to them;
+  // each look costs a count of the finished jobs when max_finished_jobs is set.
+  std::chrono::milliseconds sweep_interval{60000};
+  // Most jobs deleted per commit. Larger deletes a backlog in fewer commits, at the cost of a
+  // longer wait for the writes queued behind a batch.
+  int sweep_batch = 500;
+
+  bool enabled() const { return finished_job_ttl.count() > 0 || max_finished_jobs > 0; }
+};
+
 struct FairShareOptions {
   // Half-life of the usage that orders queues. Zero orders queues by what they hold now (pure
   // DRF). A positive half-life adds their decayed past usage ("fair share with memory"), so a
@@ -237,6 +260,9 @@ struct Options {
   // Priority classes jobs may name; a job naming none gets default_priority_class.
   std::vector<PriorityClass> priority_classes = DefaultPriorityClasses();
   std::string default_priority_class = "normal";
+
+  // How long finished jobs and their events stay in the store.
+  RetentionOptions retention;
 
   // How large one job spec may be.
   JobSizeLimits job_size_limits;

@@ -245,6 +245,10 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
       false);
   store_->Flush();
   Post([this] { RequestDecisions(); });
+  if (options_.retention.enabled()) {
+    retention_ =
+        std::make_unique<RetentionSweeper>(options_.retention, *store_, *clock_, options_.log);
+  }
   return Status::Ok();
 }
 
@@ -265,6 +269,8 @@ void SchedulerImpl::Close() {
   // A restart under way finishes (and is dropped); none starts after. The pointer stays: the
   // strand may still read it.
   if (restarter_) restarter_->Stop();
+  // A batch under way commits; none starts after.
+  if (retention_) retention_->Stop();
   if (clock_listener_) clock_->RemoveAdvanceListener(clock_listener_);
   if (decision_thread_.joinable()) {
     Call<bool>(

@@ -238,6 +238,25 @@ StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) {
   return job;
 }
 
+StatusOr<v1::Job> SchedulerImpl::GetJobByIdempotencyKey(const std::string& idempotency_key,
+                                                        const std::string& idempotency_scope) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  if (idempotency_key.empty()) return InvalidArgumentError("idempotency_key: required");
+  SubmitOptions keys;
+  keys.idempotency_key = idempotency_key;
+  keys.idempotency_scope = idempotency_scope;
+  TESSERA_ASSIGN_OR_RETURN(std::string stored_key, StoredIdempotencyKey(keys));
+  StatusOr<v1::Job> job = store_->GetJobByIdempotencyKey(stored_key);
+  if (job.status().code() == StatusCode::kNotFound) {
+    return NotFoundError("idempotency_key: no job has the key '" + idempotency_key + "'");
+  }
+  if (job.ok()) {
+    waiting_reasons_.Apply(*job);
+    job->set_idempotency_key(UnscopedIdempotencyKey(job->idempotency_key()));
+  }
+  return job;
+}
+
 StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest& request) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   // A queue filter names an existing queue ("org" or "org/") and means its subtree.

@@ -122,14 +122,19 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   TESSERA_RETURN_IF_ERROR(ConfigureWriter(db, o));
   TESSERA_RETURN_IF_ERROR(Migrate(db));
 
+  // The sequence continues after the last event, or after the last one retention deleted.
+  int64_t last_event_seq = 0;
   int64_t last_event_time_us = 0;
-  {
-    TESSERA_ASSIGN_OR_RETURN(
-        StatementRef s, db.Prepare("SELECT seq, time_us FROM events ORDER BY seq DESC LIMIT 1"));
+  for (const char* sql : {"SELECT seq, time_us FROM events ORDER BY seq DESC LIMIT 1",
+                          "SELECT seq, time_us FROM event_log_end"}) {
+    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Statement> s, db.PrepareUncached(sql));
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
-    store->next_event_seq_ = (row ? static_cast<uint64_t>(s->ColumnInt(0)) : 0) + 1;
-    if (row) last_event_time_us = s->ColumnInt(1);
+    if (row && s->ColumnInt(0) > last_event_seq) {
+      last_event_seq = s->ColumnInt(0);
+      last_event_time_us = s->ColumnInt(1);
+    }
   }
+  store->next_event_seq_ = static_cast<uint64_t>(last_event_seq) + 1;
   Store* raw = store.get();
   store->writer_ = std::make_unique<GroupCommit>(db, o.max_batch, store->next_event_seq_.load(),
                                                  last_event_time_us,
@@ -278,6 +283,20 @@ StatusOr<v1::Job> Store::GetJob(uint64_t id) {
   s->BindInt(1, static_cast<int64_t>(id));
   TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return NotFoundError("job " + std::to_string(id) + " does not exist");
+  v1::Job job;
+  TESSERA_RETURN_IF_ERROR(reader.db().CountError(ParseJobRow(*s, 0, &job)));
+  return job;
+}
+
+StatusOr<v1::Job> Store::GetJobByIdempotencyKey(const std::string& stored_key) {
+  TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      reader.db().Prepare("SELECT j.id, j.idempotency_key, s.spec, j.status FROM jobs j "
+                          "JOIN job_specs s ON s.id = j.id WHERE j.idempotency_key = ?"));
+  s->BindText(1, stored_key);
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return NotFoundError("no job has this idempotency key");
   v1::Job job;
   TESSERA_RETURN_IF_ERROR(reader.db().CountError(ParseJobRow(*s, 0, &job)));
   return job;
