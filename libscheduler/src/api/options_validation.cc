@@ -7,7 +7,7 @@ namespace tessera {
 namespace {
 
 Status Invalid(const std::string& field, const std::string& message) {
-  return InvalidArgumentError(field + ": " + message);
+  return InvalidFieldError(field, message);
 }
 
 std::string Num(double v) {

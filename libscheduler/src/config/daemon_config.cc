@@ -16,7 +16,7 @@ namespace {
 std::string Num(int64_t v) { return std::to_string(v); }
 
 Status Invalid(const std::string& field, const std::string& message) {
-  return InvalidArgumentError(field + ": " + message);
+  return InvalidFieldError(field, message);
 }
 
 Status AtLeast(int64_t value, int64_t min, const std::string& field) {

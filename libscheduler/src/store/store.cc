@@ -307,8 +307,8 @@ StatusOr<v1::ListJobsResponse> Store::ListJobs(const v1::ListJobsRequest& reques
   constexpr int kMaxPageSize = 1000;
   constexpr int kMaxRowsScanned = 20000;  // bounds the work when a label filter matches rarely.
   if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
-    return InvalidArgumentError("page_size: must be between 0 and " + std::to_string(kMaxPageSize) +
-                                ", got " + std::to_string(request.page_size()));
+    return InvalidFieldError("page_size", "must be between 0 and " + std::to_string(kMaxPageSize) +
+                                              ", got " + std::to_string(request.page_size()));
   }
   const int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
   uint64_t after = 0;
@@ -316,8 +316,7 @@ StatusOr<v1::ListJobsResponse> Store::ListJobs(const v1::ListJobsRequest& reques
     const std::string& token = request.page_token();
     auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), after);
     if (ec != std::errc() || end != token.data() + token.size()) {
-      return InvalidArgumentError("page_token: '" + token +
-                                  "' is not a token returned by ListJobs");
+      return InvalidFieldError("page_token", "'" + token + "' is not a token returned by ListJobs");
     }
   }
 
@@ -415,12 +414,12 @@ StatusOr<std::vector<v1::Event>> Store::ReadEvents(uint64_t after_seq, int max_e
 }
 
 Status Store::Backup(const std::string& path) {
-  if (path.empty()) return InvalidArgumentError("path: must not be empty");
+  if (path.empty()) return InvalidFieldError("path", "must not be empty");
   // Also the same file under another name (a symlink, "dir/./store.db"): renaming the copy over
   // the live store would corrupt it.
   std::error_code same_ec;
   if (path == path_ || std::filesystem::equivalent(path, path_, same_ec)) {
-    return InvalidArgumentError("path: must differ from the store itself");
+    return InvalidFieldError("path", "must differ from the store itself");
   }
   const std::string partial = path + ".partial";
   std::error_code ignored;
