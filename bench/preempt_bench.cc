@@ -46,7 +46,7 @@ StatusOr<Json> RunOnce(const PreemptFlags& flags, int run) {
   // Every placement, victims' replacements and requeued attempts included: the log is read
   // after each step, since GetJob shows only a job's latest attempt.
   std::ofstream log_file;
-  std::optional<DecisionLog> log;
+  std::optional<replay::DecisionLog> log;
   const std::string log_path = DecisionLogPath(flags.decision_log, run, flags.common.repeat);
   if (!flags.decision_log.empty()) {
     log_file.open(log_path, std::ios::trunc);

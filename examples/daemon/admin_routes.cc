@@ -50,8 +50,8 @@ HttpResponse Router::CheckStore(const Query& query) {
   if (!principal_.admin) return Forbidden(request_, "only an admin token may check the store");
   const std::string level = First(query, "level").value_or("quick");
   if (level != "quick" && level != "full") {
-    return ErrorFor(request_, tessera::InvalidArgumentError("level: must be quick or full, got '" +
-                                                            level + "'"));
+    return ErrorFor(request_, tessera::InvalidFieldError(
+                                  "level", "must be quick or full, got '" + level + "'"));
   }
   tessera::Status status = scheduler_.CheckStore(level == "full" ? tessera::StoreCheck::kFull
                                                                  : tessera::StoreCheck::kQuick);

@@ -122,11 +122,11 @@ Canceller Router::WatchEventsAsync(std::shared_ptr<const HttpRequest> request, c
   auto wait_ms = QueryInt<int64_t>(query, "wait_ms", 0);
   if (!wait_ms.ok()) return refuse(ErrorFor(request_, wait_ms.status()));
   if (*max < 1 || *max > 1000) {
-    return refuse(ErrorFor(request_, tessera::InvalidArgumentError("max: must be in 1..1000, got " +
-                                                                   std::to_string(*max))));
+    return refuse(ErrorFor(request_, tessera::InvalidFieldError("max", "must be in 1..1000, got " +
+                                                                           std::to_string(*max))));
   }
   if (*wait_ms < 0) {
-    return refuse(ErrorFor(request_, tessera::InvalidArgumentError("wait_ms: must be >= 0")));
+    return refuse(ErrorFor(request_, tessera::InvalidFieldError("wait_ms", "must be >= 0")));
   }
   // Only polls that wait count against the token's bound; a plain read is answered at once.
   std::shared_ptr<void> slot;

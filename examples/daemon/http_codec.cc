@@ -232,19 +232,23 @@ HttpResponse MakeResponse(const HttpRequest& request, int status, std::string_vi
   return response;
 }
 
-HttpResponse ErrorResponse(int http_status, std::string_view code, std::string_view message) {
+HttpResponse ErrorResponse(int http_status, std::string_view code, std::string_view message,
+                           std::string_view field) {
   HttpResponse response{static_cast<http::status>(http_status), 11};
   response.set(http::field::server, "tesserad");
   response.set(http::field::content_type, std::string(kJsonType));
-  response.body() =
-      "{\"code\":\"" + JsonEscape(code) + "\",\"message\":\"" + JsonEscape(message) + "\"}";
+  std::string body =
+      "{\"code\":\"" + JsonEscape(code) + "\",\"message\":\"" + JsonEscape(message) + "\"";
+  if (!field.empty()) body += ",\"field\":\"" + JsonEscape(field) + "\"";
+  response.body() = body + "}";
   response.prepare_payload();
   return response;
 }
 
 HttpResponse ErrorFor(const HttpRequest& request, const Status& status) {
-  HttpResponse response = ErrorResponse(HttpStatusFor(status.code()),
-                                        tessera::StatusCodeName(status.code()), status.message());
+  HttpResponse response =
+      ErrorResponse(HttpStatusFor(status.code()), tessera::StatusCodeName(status.code()),
+                    status.message(), status.field());
   response.version(request.version());
   response.keep_alive(request.keep_alive());
   return response;

@@ -1,7 +1,8 @@
 // How tesserad reads requests and writes responses: query strings, protobuf bodies as JSON (the
 // proto3 JSON mapping) or binary when the client sends or accepts application/x-protobuf, and
 // errors as {"code":"NOT_FOUND","message":"..."} with the HTTP status that matches the library's
-// status code. Every route uses these, so all endpoints speak the same dialect.
+// status code, and "field":"task.gpu_count" beside them when the library names the field at
+// fault (Status::field()). Every route uses these, so all endpoints speak the same dialect.
 //
 // Thread safety: free functions on values.
 #pragma once
@@ -65,7 +66,7 @@ tessera::StatusOr<Int> QueryInt(const Query& query, std::string_view key, Int fa
   Int value{};
   auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (ec != std::errc() || p != text->data() + text->size()) {
-    return tessera::InvalidArgumentError(std::string(key) + ": not an integer: \"" + *text + "\"");
+    return tessera::InvalidFieldError(std::string(key), "not an integer: \"" + *text + "\"");
   }
   return value;
 }
@@ -74,8 +75,10 @@ tessera::StatusOr<Int> QueryInt(const Query& query, std::string_view key, Int fa
 HttpResponse MakeResponse(const HttpRequest& request, int status, std::string_view content_type,
                           std::string body);
 
-// The JSON error body every failed request gets, with no request to answer (HTTP/1.1).
-HttpResponse ErrorResponse(int http_status, std::string_view code, std::string_view message);
+// The JSON error body every failed request gets, with no request to answer (HTTP/1.1):
+// {"code":...,"message":...}, with "field" when `field` is not empty.
+HttpResponse ErrorResponse(int http_status, std::string_view code, std::string_view message,
+                           std::string_view field = {});
 // The error for a failed library call, answering `request`.
 HttpResponse ErrorFor(const HttpRequest& request, const tessera::Status& status);
 // 405 with an Allow header ("GET, POST").

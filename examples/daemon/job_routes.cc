@@ -134,7 +134,28 @@ HttpResponse Router::JobRoute(std::string_view rest) {
   return Reply(request_, ForCaller(*std::move(cancelled)));
 }
 
+// The job a submit with this Idempotency-Key made, in the caller's scope (a tenant's queue
+// prefix, as at submit), as a list of one job, or of none.
+HttpResponse Router::JobByIdempotencyKey(const std::string& key) {
+  auto job =
+      scheduler_.GetJobByIdempotencyKey(key, principal_.admin ? "" : principal_.queue_prefix);
+  tessera::v1::ListJobsResponse found;
+  if (job.ok()) {
+    *found.add_jobs() = ForCaller(*std::move(job));
+  } else if (job.status().code() != tessera::StatusCode::kNotFound) {
+    return ErrorFor(request_, job.status());
+  }
+  return Reply(request_, found);
+}
+
 HttpResponse Router::ListJobs(const Query& query) {
+  if (std::optional<std::string> key = First(query, "idempotency_key")) {
+    if (query.size() > 1) {
+      return ErrorFor(request_, tessera::InvalidFieldError(
+                                    "idempotency_key", "cannot be combined with other parameters"));
+    }
+    return JobByIdempotencyKey(*key);
+  }
   tessera::v1::ListJobsRequest list;
   list.set_queue(First(query, "queue").value_or(""));
   for (auto [it, end] = query.equal_range("state"); it != end; ++it) {

@@ -39,6 +39,22 @@ int Fail(const std::string& what) {
   return 1;
 }
 
+spdlog::level::level_enum SpdlogLevel(tessera::LogLevel level) {
+  switch (level) {
+    case tessera::LogLevel::kDebug:
+      return spdlog::level::debug;
+    case tessera::LogLevel::kInfo:
+      return spdlog::level::info;
+    case tessera::LogLevel::kWarning:
+      return spdlog::level::warn;
+    case tessera::LogLevel::kError:
+      return spdlog::level::err;
+    case tessera::LogLevel::kOff:
+      break;
+  }
+  return spdlog::level::off;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,13 +78,17 @@ int main(int argc, char** argv) {
   // may stop reading stdout after the "listening" line (the library's first log line, often
   // "store write failed" on a full store, used to kill it there).
   std::signal(SIGPIPE, SIG_IGN);
-  // The library logs (store errors, plugin failures) where tesserad's own lines go: stderr.
-  spdlog::set_default_logger(spdlog::stderr_logger_mt("tessera"));
+  // The library logs (store errors, plugin failures) where tesserad's own lines go: stderr,
+  // through spdlog's "[time] [tessera] [level] message" lines.
+  std::shared_ptr<spdlog::logger> library_log = spdlog::stderr_logger_mt("tessera");
 
   auto config = tessera::LoadDaemonConfig(config_path);
   if (!config.ok()) return Fail(config.status().ToString());
   auto options = tessera::ToOptions(*config);
   if (!options.ok()) return Fail(options.status().ToString());
+  options->log.sink = [library_log](tessera::LogLevel level, std::string_view message) {
+    library_log->log(SpdlogLevel(level), "{}", message);
+  };
 
   // Before the store is touched, so that bad TLS files change nothing.
   std::unique_ptr<boost::asio::ssl::context> tls_context;

@@ -67,7 +67,9 @@ class Router {
   tessera::v1::Job ForCaller(tessera::v1::Job job) const;
   HttpResponse SubmitJob();
   HttpResponse JobRoute(std::string_view rest);  // /v1/jobs/{id}[:cancel]
+  // GET /v1/jobs, or with ?idempotency_key=K alone the job that key made (JobByIdempotencyKey).
   HttpResponse ListJobs(const Query& query);
+  HttpResponse JobByIdempotencyKey(const std::string& key);
 
   // queue_routes.cc
   HttpResponse ListQueues();

@@ -3,7 +3,10 @@
 # /opt/tessera), builds tests/consumer against it with find_package(Tessera), and runs it twice:
 # on the built-in simulation, and through the installed sim plugin isolated in the installed
 # tessera-plugin-host. No LD_LIBRARY_PATH: the installed binaries and plugins find their
-# libraries through their RUNPATH alone. Usage: check.sh <build-dir> <source-dir>
+# libraries through their RUNPATH alone. Then it builds the worked examples of docs/embedding.md
+# (each ```cpp block after an "<!-- example: NAME.cc -->" line) and runs them: the portal on a
+# store in the scratch directory, and the virtual-time simulation.
+# Usage: check.sh <build-dir> <source-dir>
 set -euo pipefail
 build_dir=$1
 source_dir=$2
@@ -11,11 +14,29 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 prefix="$scratch/opt/tessera"
 
+examples="$scratch/examples"
+mkdir -p "$examples"
+for name in portal simulate; do
+  awk -v marker="<!-- example: $name.cc -->" '
+    $0 == marker { found = 1; next }
+    found == 1 && /^```cpp$/ { found = 2; next }
+    found == 2 && /^```$/ { exit }
+    found == 2 { print }
+  ' "$source_dir/docs/embedding.md" >"$examples/$name.cc"
+  if [ ! -s "$examples/$name.cc" ]; then
+    echo "docs/embedding.md has no block after <!-- example: $name.cc -->" >&2
+    exit 1
+  fi
+done
+
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 cmake -S "$source_dir/tests/consumer" -B "$scratch/build" -G Ninja \
-  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+  -DTESSERA_DOC_EXAMPLES_DIR="$examples" >/dev/null
 cmake --build "$scratch/build" >/dev/null
 unset LD_LIBRARY_PATH
 "$scratch/build/consumer"
 plugin=$(find "$prefix" -name libtessera_plugin_sim.so | head -n 1)
 "$scratch/build/consumer" "$plugin"
+"$scratch/build/portal" "$scratch/portal.db"
+"$scratch/build/simulate"

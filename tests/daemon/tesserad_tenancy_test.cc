@@ -188,6 +188,20 @@ TEST_CASE("tesserad: idempotency keys belong to the tenant that used them") {
   const Reply again = daemon.Call(verb::post, "/v1/jobs", Spec("team-a"), kTenantA, key);
   CHECK(again.status == 200);
   CHECK(JobId(again.body) == JobId(a.body));
+
+  // Looked up by key, each tenant finds its own job; a key it never used finds none.
+  const Reply found = daemon.Call(verb::get, "/v1/jobs?idempotency_key=nightly-1", "", kTenantA);
+  CHECK(found.status == 200);
+  CHECK_MESSAGE(JobId(found.body) == JobId(a.body), found.body);
+  const Reply theirs = daemon.Call(verb::get, "/v1/jobs?idempotency_key=nightly-1", "", kTenantB);
+  CHECK_MESSAGE(JobId(theirs.body) == JobId(b.body), theirs.body);
+  const Reply none = daemon.Call(verb::get, "/v1/jobs?idempotency_key=nightly-2", "", kTenantA);
+  CHECK(none.status == 200);
+  CHECK(none.body == "{}");
+  const Reply mixed =
+      daemon.Call(verb::get, "/v1/jobs?idempotency_key=nightly-1&queue=team-a", "", kTenantA);
+  CHECK(mixed.status == 400);
+  CHECK(mixed.body.find(R"("field":"idempotency_key")") != std::string::npos);
 }
 
 TEST_CASE("tesserad: another tenant's job answers exactly as a job that does not exist") {

@@ -165,6 +165,22 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     Reply unknown = daemon.Call(verb::post, "/v1/jobs", R"({"queue":"default","gpus":1})");
     CHECK(unknown.status == 400);
     CHECK(unknown.body.find("gpus") != std::string::npos);
+    // The field at fault as data beside the message, for a form to mark.
+    Reply bad_tasks = daemon.Call(
+        verb::post, "/v1/jobs",
+        R"({"queue":"default","tasks":100001,"task":{"cpuMilli":1000,"memoryMib":1024}})");
+    CHECK(bad_tasks.status == 400);
+    CHECK_MESSAGE(bad_tasks.body.find(R"("message":"tasks: must be between 0 and 100000)") !=
+                      std::string::npos,
+                  bad_tasks.body);
+    CHECK_MESSAGE(bad_tasks.body.find(R"(,"field":"tasks"})") != std::string::npos, bad_tasks.body);
+    Reply bad_max = daemon.Call(verb::get, "/v1/events?max=5000");
+    CHECK(bad_max.status == 400);
+    CHECK_MESSAGE(bad_max.body.find(R"("field":"max")") != std::string::npos, bad_max.body);
+    // An error about no one field has none.
+    Reply missing = daemon.Call(verb::get, "/v1/jobs/987654");
+    CHECK(missing.status == 404);
+    CHECK(missing.body.find("\"field\"") == std::string::npos);
     CHECK(daemon.Call(verb::post, "/v1/jobs", JobSpec("no-such-queue")).status == 404);
     CHECK(daemon.Call(verb::get, "/v1/nope").status == 404);
     CHECK(daemon.Call(verb::delete_, "/v1/jobs").status == 405);

@@ -6,7 +6,6 @@
 // token ("tenant-token", queue prefix "default") configured, as the seeds use them. Every
 // request must get a response with a valid status; a crash, a hang or a sanitizer report is a
 // finding.
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <boost/asio/buffer.hpp>
@@ -58,6 +57,7 @@ tesserad::Api& TheApi() {
     auto options = tessera::ToOptions(config);
     FUZZ_CHECK(options.ok());
     options->store.path = "";  // in memory: nothing left on disk, nothing shared between runs.
+    options->log.level = tessera::LogLevel::kOff;
     auto scheduler = tessera::Scheduler::Open(*options);
     FUZZ_CHECK(scheduler.ok());
     return new tesserad::Api(scheduler->release(), config, &stopping);
@@ -72,7 +72,6 @@ int StatusOf(const tesserad::ApiResponse& response) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  spdlog::set_level(spdlog::level::off);
   TheApi();
   return 0;
 }

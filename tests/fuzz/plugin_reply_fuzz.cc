@@ -5,7 +5,6 @@
 // poller run a few times and closes. Whatever the plugin writes, Open must fail with a status
 // or the scheduler must run and close; a crash, a hang or a sanitizer report is a finding.
 #include <dlfcn.h>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdint>
@@ -26,7 +25,8 @@ namespace {
 
 tessera::StatusOr<std::unique_ptr<tessera::Scheduler>> OpenOnReplies(const std::string& replies) {
   tessera::Options options;
-  options.store.path = "";  // in memory.
+  options.store.path = "";                      // in memory.
+  options.log.level = tessera::LogLevel::kOff;  // an unhealthy plugin logs on every input.
   tessera::PluginOptions plugin;
   plugin.plugin = TESSERA_FUZZ_REPLY_PLUGIN;
   plugin.config = replies;
@@ -50,7 +50,6 @@ std::string Replies(const std::string& inventory) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  spdlog::set_level(spdlog::level::off);  // an unhealthy plugin logs on every input.
   // Kept loaded for good: libFuzzer counts coverage in the plugin's memory, which a dlclose at
   // the scheduler's close would unmap under it.
   FUZZ_CHECK(::dlopen(TESSERA_FUZZ_REPLY_PLUGIN, RTLD_NOW | RTLD_NODELETE) != nullptr);

@@ -16,6 +16,7 @@
 
 #include "tessera/clock.h"
 #include "tessera/export.h"
+#include "tessera/logging.h"
 #include "tessera/plugin_host.h"
 #include "tessera/v1/node.pb.h"
 
@@ -59,6 +60,29 @@ struct StoreOptions {
   // of failing requests later. kNone opens a large store faster and finds damage only when a
   // request reads it.
   StoreCheck check_at_open = StoreCheck::kQuick;
+};
+
+// How long the store keeps finished jobs (SUCCEEDED, FAILED, CANCELLED) with their specs and
+// events. Without a bound the store grows with every job. A job past a bound is deleted: GetJob
+// answers NOT_FOUND, ListJobs leaves it out, WatchEvents no longer returns its events, and its
+// idempotency key may be used again. Live jobs and their events are never deleted, nor node and
+// queue events. Deletion runs on its own thread, in batches, each one commit of the store
+// writer, so it never holds up decisions and a batch only briefly holds up other writes.
+struct RetentionOptions {
+  // Finished jobs are deleted this long after they finished, on the scheduler's clock. 0: no
+  // time bound.
+  std::chrono::seconds finished_job_ttl{0};
+  // At most this many finished jobs are kept, the most recently finished; older ones are
+  // deleted. 0: no count bound.
+  int64_t max_finished_jobs = 0;
+  // How often (in real time) the bounds are applied. Shorter keeps the store closer to them;
+  // each look costs a count of the finished jobs when max_finished_jobs is set.
+  std::chrono::milliseconds sweep_interval{60000};
+  // Most jobs deleted per commit. Larger deletes a backlog in fewer commits, at the cost of a
+  // longer wait for the writes queued behind a batch.
+  int sweep_batch = 500;
+
+  bool enabled() const { return finished_job_ttl.count() > 0 || max_finished_jobs > 0; }
 };
 
 struct FairShareOptions {
@@ -237,6 +261,9 @@ struct Options {
   std::vector<PriorityClass> priority_classes = DefaultPriorityClasses();
   std::string default_priority_class = "normal";
 
+  // How long finished jobs and their events stay in the store.
+  RetentionOptions retention;
+
   // How large one job spec may be.
   JobSizeLimits job_size_limits;
 
@@ -252,6 +279,10 @@ struct Options {
   // that names no queue goes there. Empty means no queue is created and every job must name
   // its queue ("queue: required").
   std::string default_queue = "default";
+
+  // Where this scheduler's log lines go, and from which level (tessera/logging.h). The library
+  // never writes to stdout; with no sink, lines go to stderr.
+  LogOptions log;
 
   // Time source. Null means the real system clock.
   std::shared_ptr<Clock> clock;

@@ -96,6 +96,14 @@ class TESSERA_EXPORT Scheduler {
   // Errors: NOT_FOUND.
   virtual StatusOr<v1::Job> GetJob(JobId id) = 0;
 
+  // The job that a Submit with this idempotency key in this scope created (SubmitOptions), so
+  // that a client that lost a submit's answer finds its job without submitting again. A key is
+  // remembered as long as its job is kept (Options::retention).
+  // Errors: INVALID_ARGUMENT (empty key; key or scope holding 0x1f), NOT_FOUND (no job of that
+  // scope has the key; the same answer whether another scope has it or not).
+  virtual StatusOr<v1::Job> GetJobByIdempotencyKey(const std::string& idempotency_key,
+                                                   const std::string& idempotency_scope = "") = 0;
+
   // Jobs ordered by id, filtered and paginated by `request`. A queue filter names an existing
   // queue, with or without a trailing "/", and means that queue's subtree ("org" lists org/a and
   // org/b; a leaf lists itself). A page token continues only the listing it was issued for: the

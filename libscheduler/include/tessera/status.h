@@ -1,8 +1,14 @@
 // Status and StatusOr<T>: how every public Tessera call reports success or failure.
 //
 // A Status is either OK or carries one of a handful of codes plus a message written for a human
-// (it names the field or the resource at fault). StatusOr<T> holds either a value or a non-OK
-// Status. No exception crosses the public API.
+// (it names the field or the resource at fault). When one input field is at fault, field() names
+// it as data too, so that a form can mark it without parsing the message:
+//
+//   Status s = scheduler->CreateQueue(spec);
+//   if (s.code() == StatusCode::kInvalidArgument && !s.field().empty())
+//     form.MarkInvalid(s.field(), s.message());   // "weight", "cap.gpu_milli", ...
+//
+// StatusOr<T> holds either a value or a non-OK Status. No exception crosses the public API.
 //
 // Thread safety: both are plain values; distinct objects may be used from distinct threads.
 #pragma once
@@ -46,22 +52,39 @@ class [[nodiscard]] TESSERA_EXPORT Status {
   // "INVALID_ARGUMENT: task.cpu_milli: must be > 0".
   std::string ToString() const;
 
-  // Returns a copy whose message is "<context>: <message>"; OK stays OK.
+  // The input field at fault, as a path into what the call was given: "task.gpu_count" or
+  // "tasks" of a JobSpec, "cap.gpu_milli" of a QueueSpec, "store.busy_timeout" of Options,
+  // "idempotency_key" of SubmitOptions, "queues[1].name" of a declared queue tree. Empty when
+  // the error is not about one field. Set for INVALID_ARGUMENT by the validation of those
+  // inputs (docs/errors.md says which); the message then starts with the same path.
+  const std::string& field() const { return field_; }
+
+  // Returns a copy naming `field` as the field at fault; OK stays OK.
+  Status WithField(std::string field) const;
+
+  // Returns a copy whose message is "<context>: <message>"; the field stays. OK stays OK.
   Status WithContext(std::string_view context) const;
 
   friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
+    return a.code_ == b.code_ && a.message_ == b.message_ && a.field_ == b.field_;
   }
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string field_;
 };
 
 TESSERA_EXPORT std::ostream& operator<<(std::ostream& os, const Status& status);
 
 inline Status InvalidArgumentError(std::string m) {
   return {StatusCode::kInvalidArgument, std::move(m)};
+}
+// INVALID_ARGUMENT about one field: the message "<field>: <problem>", and field() set.
+inline Status InvalidFieldError(std::string field, std::string_view problem) {
+  std::string message = field + ": ";
+  message += problem;
+  return Status(StatusCode::kInvalidArgument, std::move(message)).WithField(std::move(field));
 }
 inline Status NotFoundError(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status AlreadyExistsError(std::string m) {

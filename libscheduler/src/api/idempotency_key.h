@@ -21,10 +21,10 @@ inline constexpr char kIdempotencyScopeSeparator = '\x1f';
 // idempotency_key or idempotency_scope when either holds the separator.
 inline StatusOr<std::string> StoredIdempotencyKey(const SubmitOptions& options) {
   if (options.idempotency_key.find(kIdempotencyScopeSeparator) != std::string::npos) {
-    return InvalidArgumentError("idempotency_key: must not contain the byte 0x1f");
+    return InvalidFieldError("idempotency_key", "must not contain the byte 0x1f");
   }
   if (options.idempotency_scope.find(kIdempotencyScopeSeparator) != std::string::npos) {
-    return InvalidArgumentError("idempotency_scope: must not contain the byte 0x1f");
+    return InvalidFieldError("idempotency_scope", "must not contain the byte 0x1f");
   }
   if (options.idempotency_key.empty() || options.idempotency_scope.empty()) {
     return options.idempotency_key;

@@ -7,7 +7,7 @@ namespace tessera {
 namespace {
 
 Status Invalid(const std::string& field, const std::string& message) {
-  return InvalidArgumentError(field + ": " + message);
+  return InvalidFieldError(field, message);
 }
 
 std::string Num(double v) {
@@ -25,6 +25,18 @@ Status AtLeast(int64_t value, int64_t min, const std::string& field, const char*
 
 Status ValidateStore(const StoreOptions& s) {
   return AtLeast(s.busy_timeout.count(), 0, "store.busy_timeout", " ms");
+}
+
+Status ValidateRetention(const RetentionOptions& r) {
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(r.finished_job_ttl.count(), 0, "retention.finished_job_ttl", " s"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(r.max_finished_jobs, 0, "retention.max_finished_jobs"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(r.sweep_interval.count(), 1, "retention.sweep_interval", " ms"));
+  if (r.sweep_batch < 1 || r.sweep_batch > 100000) {
+    return Invalid("retention.sweep_batch",
+                   "must be in 1..100000, got " + std::to_string(r.sweep_batch));
+  }
+  return Status::Ok();
 }
 
 Status ValidatePlacement(const PlacementOptions& p) {
@@ -101,6 +113,7 @@ Status ValidateExecutor(const Options& o) {
 
 Status ValidateOptionBounds(const Options& options) {
   TESSERA_RETURN_IF_ERROR(ValidateStore(options.store));
+  TESSERA_RETURN_IF_ERROR(ValidateRetention(options.retention));
   TESSERA_RETURN_IF_ERROR(ValidatePlacement(options.placement));
   TESSERA_RETURN_IF_ERROR(ValidateEngine(options.engine));
   TESSERA_RETURN_IF_ERROR(ValidatePreemption(options.preemption));

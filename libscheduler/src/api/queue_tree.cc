@@ -13,7 +13,9 @@ namespace {
 
 // "queues[2].name: ..." from the spec's own "name: ...".
 Status AtEntry(int index, const Status& status) {
-  return Status(status.code(), "queues[" + std::to_string(index) + "]." + status.message());
+  const std::string entry = "queues[" + std::to_string(index) + "]";
+  Status at(status.code(), entry + "." + status.message());
+  return status.field().empty() ? at : at.WithField(entry + "." + status.field());
 }
 
 std::string ParentOf(const std::string& name) {
@@ -36,8 +38,8 @@ Status CheckAgainstExisting(const google::protobuf::RepeatedPtrField<v1::QueueSp
     auto it = existing.find(parent);
     if (it == existing.end()) {
       if (declared_names.count(parent) > 0) continue;  // created first, empty.
-      return AtEntry(i, InvalidArgumentError("name: parent queue '" + parent +
-                                             "' is neither declared nor existing"));
+      return AtEntry(i, InvalidFieldError("name", "parent queue '" + parent +
+                                                      "' is neither declared nor existing"));
     }
     const v1::QueueStatus& status = it->second.status();
     // Counts cover the subtree, so only a leaf's are its own.
@@ -65,8 +67,8 @@ Status ValidateQueueDeclaration(const google::protobuf::RepeatedPtrField<v1::Que
     if (Status s = ValidateQueueSpec(spec); !s.ok()) return AtEntry(i, s);
     if (auto [it, inserted] = index_of.emplace(spec.name(), i); !inserted) {
       return AtEntry(i,
-                     InvalidArgumentError("name: '" + spec.name() + "' is declared twice (also " +
-                                          "queues[" + std::to_string(it->second) + "])"));
+                     InvalidFieldError("name", "'" + spec.name() + "' is declared twice (also " +
+                                                   "queues[" + std::to_string(it->second) + "])"));
     }
   }
   return Status::Ok();

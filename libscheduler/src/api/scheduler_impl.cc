@@ -2,7 +2,6 @@
 #include "api/scheduler_impl.h"
 
 #include <pthread.h>
-#include <spdlog/spdlog.h>
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -11,6 +10,7 @@
 #include <unordered_map>
 
 #include "api/validation.h"
+#include "common/log.h"
 #include "config/yaml_proto.h"
 
 namespace tessera {
@@ -99,10 +99,12 @@ PluginExecutor::Wiring SchedulerImpl::PluginWiring(std::shared_ptr<PluginLibrary
   wiring.events = engine_.get();
   wiring.timers = &engine_->timers();
   wiring.clock = clock_;
+  wiring.log = options_.log;
   wiring.telemetry = [this](const v1::GpuTelemetry& reading) {
     // A reading for a node or GPU the engine does not know is the plugin's mistake, not ours.
     Status status = engine_->OnTelemetry(reading);
-    if (!status.ok()) spdlog::warn("telemetry from plugin dropped: {}", status.message());
+    if (!status.ok())
+      LogWarning(options_.log, "telemetry from plugin dropped: {}", status.message());
   };
   wiring.on_unhealthy = [this, library](const std::string& why) {
     engine_->LoseExecutor(why);
@@ -122,7 +124,8 @@ Status SchedulerImpl::StartPluginExecutor(std::shared_ptr<PluginLibrary> library
         [this](PluginRestarter::Restarted restarted) {
           if (closing_) return;  // dropped here, off the strand.
           InstallRestartedPlugin(std::move(restarted));
-        });
+        },
+        options_.log);
   }
   PluginExecutor::Wiring wiring = PluginWiring(library);
   StatusOr<std::unique_ptr<PluginExecutor>> started =
@@ -159,10 +162,10 @@ void SchedulerImpl::InstallRestartedPlugin(PluginRestarter::Restarted restarted)
     if (!fresh->executor->healthy()) return;
     for (const v1::NodeSpec& node : fresh->inventory) {
       if (!engine_->HasNode(node.name())) {
-        spdlog::warn(
-            "plugin '{}' restarted with node '{}', which it did not offer at open; "
-            "nodes are read only at open for now",
-            fresh->executor->info().name, node.name());
+        LogWarning(options_.log,
+                   "plugin '{}' restarted with node '{}', which it did not offer at open; "
+                   "nodes are read only at open for now",
+                   fresh->executor->info().name, node.name());
       }
     }
     // The old executor is unhealthy and its process killed: destroying it does not wait.
@@ -242,6 +245,10 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
       false);
   store_->Flush();
   Post([this] { RequestDecisions(); });
+  if (options_.retention.enabled()) {
+    retention_ =
+        std::make_unique<RetentionSweeper>(options_.retention, *store_, *clock_, options_.log);
+  }
   return Status::Ok();
 }
 
@@ -262,6 +269,8 @@ void SchedulerImpl::Close() {
   // A restart under way finishes (and is dropped); none starts after. The pointer stays: the
   // strand may still read it.
   if (restarter_) restarter_->Stop();
+  // A batch under way commits; none starts after.
+  if (retention_) retention_->Stop();
   if (clock_listener_) clock_->RemoveAdvanceListener(clock_listener_);
   if (decision_thread_.joinable()) {
     Call<bool>(

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "api/event_watches.h"
+#include "api/retention_sweeper.h"
 #include "api/waiting_reasons.h"
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
@@ -66,6 +67,8 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
                    std::function<void(StatusOr<v1::Job>)> done) override;
   StatusOr<v1::Job> Cancel(JobId id) override;
   StatusOr<v1::Job> GetJob(JobId id) override;
+  StatusOr<v1::Job> GetJobByIdempotencyKey(const std::string& idempotency_key,
+                                           const std::string& idempotency_scope) override;
   StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) override;
   StatusOr<std::vector<v1::Event>> WatchEvents(uint64_t after_seq, int max_events,
                                                std::chrono::milliseconds wait) override;
@@ -161,7 +164,8 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
 
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Executor> executor_;
-  std::unique_ptr<PluginRestarter> restarter_;  // isolated executor plugins only.
+  std::unique_ptr<PluginRestarter> restarter_;   // isolated executor plugins only.
+  std::unique_ptr<RetentionSweeper> retention_;  // when Options::retention sets a bound.
 
   // Engine writes gathered on the strand, sent to the store as one write after the strand task
   // that made them and the tasks already queued behind it (transitions of one job in quick

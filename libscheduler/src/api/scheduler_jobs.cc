@@ -47,12 +47,12 @@ StatusOr<std::string> StoreToken(const std::string& token, const std::string& fi
     auto [end, ec] = std::from_chars(token.data(), token.data() + dot, id);
     if (ec == std::errc() && end == token.data() + dot && dot > 0) {
       if (token.substr(dot + 1) == fingerprint) return token.substr(0, dot);
-      return InvalidArgumentError(
-          "page_token: was issued for a different filter (queue, states or labels); start "
-          "again without a token");
+      return InvalidFieldError("page_token",
+                               "was issued for a different filter (queue, states or labels); "
+                               "start again without a token");
     }
   }
-  return InvalidArgumentError("page_token: '" + token + "' is not a token returned by ListJobs");
+  return InvalidFieldError("page_token", "'" + token + "' is not a token returned by ListJobs");
 }
 
 }  // namespace
@@ -254,6 +254,25 @@ StatusOr<v1::Job> SchedulerImpl::GetJob(JobId id) {
   return job;
 }
 
+StatusOr<v1::Job> SchedulerImpl::GetJobByIdempotencyKey(const std::string& idempotency_key,
+                                                        const std::string& idempotency_scope) {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  if (idempotency_key.empty()) return InvalidFieldError("idempotency_key", "required");
+  SubmitOptions keys;
+  keys.idempotency_key = idempotency_key;
+  keys.idempotency_scope = idempotency_scope;
+  TESSERA_ASSIGN_OR_RETURN(std::string stored_key, StoredIdempotencyKey(keys));
+  StatusOr<v1::Job> job = store_->GetJobByIdempotencyKey(stored_key);
+  if (job.status().code() == StatusCode::kNotFound) {
+    return NotFoundError("idempotency_key: no job has the key '" + idempotency_key + "'");
+  }
+  if (job.ok()) {
+    waiting_reasons_.Apply(*job);
+    job->set_idempotency_key(UnscopedIdempotencyKey(job->idempotency_key()));
+  }
+  return job;
+}
+
 StatusOr<v1::ListJobsResponse> SchedulerImpl::ListJobs(const v1::ListJobsRequest& request) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   // A queue filter names an existing queue ("org" or "org/") and means its subtree.
@@ -292,11 +311,11 @@ namespace {
 
 Status ValidateWatch(int max_events, std::chrono::milliseconds wait) {
   if (max_events <= 0 || max_events > kMaxWatchEvents) {
-    return InvalidArgumentError("max_events: must be between 1 and " +
-                                std::to_string(kMaxWatchEvents) + ", got " +
-                                std::to_string(max_events));
+    return InvalidFieldError("max_events", "must be between 1 and " +
+                                               std::to_string(kMaxWatchEvents) + ", got " +
+                                               std::to_string(max_events));
   }
-  if (wait.count() < 0) return InvalidArgumentError("wait: must be >= 0");
+  if (wait.count() < 0) return InvalidFieldError("wait", "must be >= 0");
   return Status::Ok();
 }
 

@@ -16,7 +16,7 @@ namespace {
 std::string Num(int64_t v) { return std::to_string(v); }
 
 Status Invalid(const std::string& field, const std::string& message) {
-  return InvalidArgumentError(field + ": " + message);
+  return InvalidFieldError(field, message);
 }
 
 Status Between(int64_t value, int64_t low, int64_t high, const std::string& field) {

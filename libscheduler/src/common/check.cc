@@ -1,8 +1,7 @@
 #include "common/check.h"
 
-#include <spdlog/spdlog.h>
-
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 
 namespace tessera {
@@ -15,14 +14,17 @@ int64_t BugCount() { return bugs.load(); }
 namespace check_internal {
 
 void CheckFailed(const char* file, int line, const char* condition, std::string_view message) {
-  spdlog::critical("check failed at {}:{}: {}: {}", file, line, condition, message);
-  spdlog::default_logger()->flush();
+  // No scheduler to name here, and the process ends: straight to stderr, never stdout.
+  std::fprintf(stderr, "tessera: check failed at %s:%d: %s: %.*s\n", file, line, condition,
+               static_cast<int>(message.size()), message.data());
+  std::fflush(stderr);
   std::abort();
 }
 
 void ReportBug(const char* file, int line, std::string_view message) {
   bugs.fetch_add(1);
-  spdlog::error("bug at {}:{}: {} (continuing; please report)", file, line, message);
+  std::fprintf(stderr, "tessera: bug at %s:%d: %.*s (continuing; please report)\n", file, line,
+               static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace check_internal

@@ -38,9 +38,16 @@ std::string Status::ToString() const {
   return std::string(StatusCodeName(code_)) + ": " + message_;
 }
 
+Status Status::WithField(std::string field) const {
+  if (ok()) return *this;
+  Status copy = *this;
+  copy.field_ = std::move(field);
+  return copy;
+}
+
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, std::string(context) + ": " + message_);
+  return Status(code_, std::string(context) + ": " + message_).WithField(field_);
 }
 
 std::ostream& operator<<(std::ostream& os, const Status& status) { return os << status.ToString(); }

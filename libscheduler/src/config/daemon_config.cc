@@ -16,7 +16,7 @@ namespace {
 std::string Num(int64_t v) { return std::to_string(v); }
 
 Status Invalid(const std::string& field, const std::string& message) {
-  return InvalidArgumentError(field + ": " + message);
+  return InvalidFieldError(field, message);
 }
 
 Status AtLeast(int64_t value, int64_t min, const std::string& field) {
@@ -36,7 +36,16 @@ Status ValidateStore(const v1::StoreConfig& s) {
   if (s.path().empty()) return Invalid("store.path", "must not be empty");
   TESSERA_RETURN_IF_ERROR(AtLeast(s.max_batch(), 1, "store.max_batch"));
   TESSERA_RETURN_IF_ERROR(AtLeast(s.max_size_mib(), 0, "store.max_size_mib"));
-  return AtLeast(s.busy_timeout_ms(), 0, "store.busy_timeout_ms");
+  TESSERA_RETURN_IF_ERROR(AtLeast(s.busy_timeout_ms(), 0, "store.busy_timeout_ms"));
+  const v1::RetentionConfig& r = s.retention();
+  TESSERA_RETURN_IF_ERROR(AtLeast(r.finished_job_ttl_s(), 0, "store.retention.finished_job_ttl_s"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(r.max_finished_jobs(), 0, "store.retention.max_finished_jobs"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(r.sweep_interval_ms(), 1, "store.retention.sweep_interval_ms"));
+  if (r.sweep_batch() < 1 || r.sweep_batch() > 100000) {
+    return Invalid("store.retention.sweep_batch",
+                   "must be in 1..100000, got " + Num(r.sweep_batch()));
+  }
+  return Status::Ok();
 }
 
 Status ValidateEngine(const v1::EngineConfig& e) {
@@ -226,6 +235,11 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   if (store->check_at_open() == v1::STORE_CHECK_UNSPECIFIED) {
     store->set_check_at_open(v1::STORE_CHECK_QUICK);
   }
+  v1::RetentionConfig* retention = store->mutable_retention();
+  if (!retention->has_sweep_interval_ms())
+    retention->set_sweep_interval_ms(
+        static_cast<int64_t>(defaults.retention.sweep_interval.count()));
+  if (!retention->has_sweep_batch()) retention->set_sweep_batch(defaults.retention.sweep_batch);
 
   v1::EngineConfig* engine = c->mutable_engine();
   if (!engine->has_decision_slice_us())
@@ -370,6 +384,11 @@ Options MapOptions(const v1::DaemonConfig& c) {
   o.store.max_batch = c.store().max_batch();
   o.store.max_size_mib = c.store().max_size_mib();
   o.store.busy_timeout = std::chrono::milliseconds(c.store().busy_timeout_ms());
+  const v1::RetentionConfig& retention = c.store().retention();
+  o.retention.finished_job_ttl = std::chrono::seconds(retention.finished_job_ttl_s());
+  o.retention.max_finished_jobs = retention.max_finished_jobs();
+  o.retention.sweep_interval = std::chrono::milliseconds(retention.sweep_interval_ms());
+  o.retention.sweep_batch = retention.sweep_batch();
   o.store.check_at_open = c.store().check_at_open() == v1::STORE_CHECK_NONE   ? StoreCheck::kNone
                           : c.store().check_at_open() == v1::STORE_CHECK_FULL ? StoreCheck::kFull
                                                                               : StoreCheck::kQuick;

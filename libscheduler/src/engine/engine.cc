@@ -1,7 +1,5 @@
 #include "engine/engine.h"
 
-#include <spdlog/spdlog.h>
-
 #include "fairshare/drf.h"
 
 namespace tessera {

@@ -1,10 +1,9 @@
 // GPU health: telemetry from backends (judged by GpuHealthBook) marks a GPU failed (fatal ECC or
 // XID errors: no more work, its tasks requeued) or too hot (no new work until it cools below a
 // lower mark); an executor lost and regained, and the tasks of superseded attempts it still runs.
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
+#include "common/log.h"
 #include "engine/engine.h"
 
 namespace tessera {
@@ -123,7 +122,8 @@ void Engine::StopSupersededTasks(const std::vector<TaskRef>& live) {
   }
   if (!superseded_stopping_.empty()) {
     const TaskRef& first = *superseded_stopping_.begin();
-    spdlog::warn(
+    LogWarning(
+        options_.log,
         "{} task(s) of superseded attempts still run (the first: job {} attempt {} task {}); "
         "stopping them, and placing nothing until they have exited",
         superseded_stopping_.size(), first.job, first.attempt, first.task);

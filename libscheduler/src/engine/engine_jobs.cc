@@ -1,8 +1,7 @@
 // The life of a job inside the engine: arrival, launch once durable, executor reports,
 // cancellation, requeue after loss, and the end.
-#include <spdlog/spdlog.h>
-
 #include "common/check.h"
+#include "common/log.h"
 #include "engine/engine.h"
 #include "model/gpu_partition.h"
 
@@ -344,7 +343,7 @@ void Engine::OnTaskStarted(const TaskRef& ref) {
 void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
   if (superseded_stopping_.erase(ref) != 0) {
     if (superseded_stopping_.empty()) {
-      spdlog::info("the tasks of superseded attempts have exited; decisions resume");
+      LogInfo(options_.log, "the tasks of superseded attempts have exited; decisions resume");
       capacity_freed_ = true;
       host_.RequestDecisions();
     }
@@ -585,7 +584,8 @@ void Engine::SendPersist(JobUpdate update, std::function<void(const Status&)> du
 void Engine::PersistFailed(const Status& status, JobUpdate update,
                            std::function<void(const Status&)> durable) {
   if (!persist_retries_.degraded()) {
-    spdlog::error("store write failed, pausing decisions and retrying: {}", status.ToString());
+    LogError(options_.log, "store write failed, pausing decisions and retrying: {}",
+             status.ToString());
   }
   const uint64_t job_id = update.job_id;
   const bool arm_retry = persist_retries_.Refused(status, std::move(update), std::move(durable));

@@ -1,10 +1,9 @@
 // MIG re-partitioning in the engine: the planning and the layouts are partition/mig_relayout's;
 // the engine supplies who may be drained (the victim rule), tells the backend of each new
 // layout, records it, and carries a drain out (notice, the freed room held for the job).
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
+#include "common/log.h"
 #include "engine/engine.h"
 #include "partition/mig_relayout.h"
 
@@ -22,8 +21,8 @@ bool Engine::RepartitionMigFor(const JobRecord& job, int min_tasks) {
                          change.described + " for job " + std::to_string(job.id),
                      v1::MIG_LAYOUT_CHANGED);
     placer_.Refresh(node.id());
-    spdlog::info("re-partitioned MIG GPU {} of {} for job {}: {} instance(s) now offered",
-                 change.gpu, node.name(), job.id, change.offered);
+    LogInfo(options_.log, "re-partitioned MIG GPU {} of {} for job {}: {} instance(s) now offered",
+            change.gpu, node.name(), job.id, change.offered);
   };
   return RelayoutIdleMig(cluster_, job.shape, min_tasks, usable, applied);
 }
@@ -91,8 +90,8 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
     statistics_.Preempted();
     Preempt(victim, why);
   }
-  spdlog::info("draining {} job(s) on MIG GPU {} of {} for job {}", whole, best->gpu,
-               cluster_.node(best->node).name(), job.id);
+  LogInfo(options_.log, "draining {} job(s) on MIG GPU {} of {} for job {}", whole, best->gpu,
+          cluster_.node(best->node).name(), job.id);
   // The freed room is held for this job, so a job that fits it first cannot take it.
   AwaitVictims(job, {best->node}, {freed}, grace_us, "waiting for MIG instances being drained");
   return true;

@@ -1,6 +1,5 @@
 // Reservations and time limits: a job that does not fit gets nodes held from the time running
 // jobs are expected to free them, and time limits are enforced, since backfill relies on them.
-#include <spdlog/spdlog.h>
 
 #include "common/check.h"
 #include "engine/engine.h"

@@ -19,7 +19,7 @@ bool SegmentOk(const std::string& s) {
 }  // namespace
 
 Status ValidateQueueName(const std::string& name, const std::string& field) {
-  if (name.empty()) return InvalidArgumentError(field + ": required");
+  if (name.empty()) return InvalidFieldError(field, "required");
   int depth = 0;
   size_t start = 0;
   while (true) {
@@ -27,19 +27,20 @@ Status ValidateQueueName(const std::string& name, const std::string& field) {
     const std::string segment =
         name.substr(start, slash == std::string::npos ? slash : slash - start);
     if (!SegmentOk(segment)) {
-      return InvalidArgumentError(
-          field + ": '" + name +
-          "' is not a queue path: use '/'-separated segments of letters, digits, '.', '_' or "
-          "'-' (each starting with a letter or digit, at most 63 characters)");
+      return InvalidFieldError(
+          field,
+          "'" + name +
+              "' is not a queue path: use '/'-separated segments of letters, digits, '.', '_' or "
+              "'-' (each starting with a letter or digit, at most 63 characters)");
     }
     ++depth;
     if (slash == std::string::npos) break;
     start = slash + 1;
   }
   if (depth > kMaxQueueDepth) {
-    return InvalidArgumentError(field + ": '" + name + "' is " + std::to_string(depth) +
-                                " levels deep; at most " + std::to_string(kMaxQueueDepth) +
-                                " allowed");
+    return InvalidFieldError(field, "'" + name + "' is " + std::to_string(depth) +
+                                        " levels deep; at most " + std::to_string(kMaxQueueDepth) +
+                                        " allowed");
   }
   return Status::Ok();
 }

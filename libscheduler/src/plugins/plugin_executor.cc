@@ -1,9 +1,8 @@
 #include "plugins/plugin_executor.h"
 
-#include <spdlog/spdlog.h>
-
 #include <optional>
 
+#include "common/log.h"
 #include "tessera/v1/plugin.pb.h"
 
 namespace tessera {
@@ -105,7 +104,7 @@ struct PluginExecutor::Shared {
   void MarkUnhealthy(const std::string& why) {
     std::lock_guard<std::mutex> lock(mu);
     if (closed || unhealthy->exchange(true)) return;
-    spdlog::error("{}; marking the plugin unhealthy", why);
+    LogError(wiring.log, "{}; marking the plugin unhealthy", why);
     wiring.post([on_unhealthy = wiring.on_unhealthy, why] {
       if (on_unhealthy) on_unhealthy(why);
     });
@@ -130,12 +129,13 @@ struct PluginExecutor::Shared {
         Post([events, ref, code = event.exit_code()] { events->OnTaskExited(ref, code); });
         break;
       case v1::BackendEvent::INVENTORY_CHANGED:
-        spdlog::warn("plugin '{}' reports a changed inventory; nodes are read only at open for now",
-                     library->info().name);
+        LogWarning(wiring.log,
+                   "plugin '{}' reports a changed inventory; nodes are read only at open for now",
+                   library->info().name);
         break;
       default:
-        spdlog::warn("plugin '{}' sent an event of unknown kind {}", library->info().name,
-                     static_cast<int>(event.kind()));
+        LogWarning(wiring.log, "plugin '{}' sent an event of unknown kind {}", library->info().name,
+                   static_cast<int>(event.kind()));
     }
   }
 };
@@ -155,16 +155,16 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
     const std::string& name = s->library->info().name;
     switch (level) {
       case TESSERA_LOG_DEBUG:
-        spdlog::debug("[{}] {}", name, text);
+        LogDebug(s->wiring.log, "[{}] {}", name, text);
         break;
       case TESSERA_LOG_WARN:
-        spdlog::warn("[{}] {}", name, text);
+        LogWarning(s->wiring.log, "[{}] {}", name, text);
         break;
       case TESSERA_LOG_ERROR:
-        spdlog::error("[{}] {}", name, text);
+        LogError(s->wiring.log, "[{}] {}", name, text);
         break;
       default:
-        spdlog::info("[{}] {}", name, text);
+        LogInfo(s->wiring.log, "[{}] {}", name, text);
     }
   };
   host.tessera_host_emit_event = [](void* context, const uint8_t* data, size_t size) {
@@ -243,7 +243,7 @@ PluginExecutor::~PluginExecutor() {
     Status done = worker_->RunAndWait("on_shutdown", [shared] {
       shared->library->descriptor().tessera_plugin_on_shutdown(shared->instance);
     });
-    if (!done.ok()) spdlog::error("{}", done.message());
+    if (!done.ok()) LogError(shared_->wiring.log, "{}", done.message());
   } else if (worker_->hung()) {
     library_->Abandon();  // an isolated plugin's process is killed, so its stuck call returns.
   }
@@ -297,7 +297,8 @@ void PluginExecutor::PostRequest(const std::string& what,
     if (on_failure) shared->Post(on_failure);
   };
   if (unhealthy_ || *call == nullptr) {
-    if (*call == nullptr) spdlog::warn("plugin '{}' has no {}", library_->info().name, what);
+    if (*call == nullptr)
+      LogWarning(shared_->wiring.log, "plugin '{}' has no {}", library_->info().name, what);
     if (on_failure) shared->Post(on_failure);
     return;
   }

@@ -39,6 +39,7 @@
 #include "plugins/plugin_library.h"
 #include "plugins/plugin_worker.h"
 #include "tessera/clock.h"
+#include "tessera/logging.h"
 #include "tessera/plugin_host.h"
 
 namespace tessera {
@@ -57,6 +58,9 @@ class PluginExecutor final : public Executor {
     std::function<void(const std::string& why)> on_unhealthy;  // strand only.
     // GPU readings the plugin reports (on_telemetry); runs on the strand.
     std::function<void(const v1::GpuTelemetry& reading)> telemetry;
+    // The scheduler's log (Options::log): the plugin's own lines (tessera_host_log) and what
+    // goes wrong with it.
+    LogOptions log;
   };
 
   // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.

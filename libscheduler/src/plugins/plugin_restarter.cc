@@ -1,7 +1,8 @@
 #include "plugins/plugin_restarter.h"
 
 #include <pthread.h>
-#include <spdlog/spdlog.h>
+
+#include "common/log.h"
 
 namespace tessera {
 namespace {
@@ -13,8 +14,9 @@ constexpr std::chrono::minutes kWindow{1};
 
 PluginRestarter::PluginRestarter(std::string plugin, int max_restarts_per_minute,
                                  std::function<StatusOr<Restarted>()> start,
-                                 std::function<void(Restarted)> install)
+                                 std::function<void(Restarted)> install, LogOptions log)
     : plugin_(std::move(plugin)),
+      log_(std::move(log)),
       max_per_minute_(max_restarts_per_minute),
       start_(std::move(start)),
       install_(std::move(install)) {
@@ -37,7 +39,7 @@ void PluginRestarter::Schedule(const std::string& why) {
     if (pending_ || stopping_) return;
     pending_ = true;
   }
-  spdlog::warn("plugin '{}': restarting it ({})", plugin_, why);
+  LogWarning(log_, "plugin '{}': restarting it ({})", plugin_, why);
   wake_.notify_all();
 }
 
@@ -60,10 +62,10 @@ void PluginRestarter::Loop() {
     const auto now = std::chrono::steady_clock::now();
     while (!recent_.empty() && now - recent_.front() >= kWindow) recent_.pop_front();
     if (static_cast<int>(recent_.size()) >= max_per_minute_) {
-      spdlog::error(
-          "plugin '{}': restarted {} times within a minute; giving up, it stays unhealthy "
-          "until the scheduler is reopened",
-          plugin_, recent_.size());
+      LogError(log_,
+               "plugin '{}': restarted {} times within a minute; giving up, it stays unhealthy "
+               "until the scheduler is reopened",
+               plugin_, recent_.size());
       pending_ = false;
       continue;
     }
@@ -77,11 +79,11 @@ void PluginRestarter::Loop() {
     lock.unlock();
     StatusOr<Restarted> started = start_();
     if (started.ok()) {
-      spdlog::info("plugin '{}': restarted; {} nodes, {} live tasks", plugin_,
-                   started->inventory.size(), started->live.size());
+      LogInfo(log_, "plugin '{}': restarted; {} nodes, {} live tasks", plugin_,
+              started->inventory.size(), started->live.size());
       install_(std::move(*started));
     } else {
-      spdlog::error("plugin '{}': restart failed: {}", plugin_, started.status().message());
+      LogError(log_, "plugin '{}': restart failed: {}", plugin_, started.status().message());
     }
     lock.lock();
     running_ = false;

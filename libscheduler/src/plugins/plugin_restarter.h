@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "plugins/plugin_executor.h"
+#include "tessera/logging.h"
 
 namespace tessera {
 
@@ -35,9 +36,10 @@ class PluginRestarter {
     std::vector<TaskRef> live;
   };
 
+  // `log` is the scheduler's (Options::log): restarts and giving up are reported there.
   PluginRestarter(std::string plugin, int max_restarts_per_minute,
                   std::function<StatusOr<Restarted>()> start,
-                  std::function<void(Restarted)> install);
+                  std::function<void(Restarted)> install, LogOptions log);
   ~PluginRestarter() { Stop(); }
   PluginRestarter(const PluginRestarter&) = delete;
   PluginRestarter& operator=(const PluginRestarter&) = delete;
@@ -56,6 +58,7 @@ class PluginRestarter {
   void Loop();
 
   const std::string plugin_;
+  const LogOptions log_;
   const int max_per_minute_;
   std::function<StatusOr<Restarted>()> start_;
   std::function<void(Restarted)> install_;

@@ -61,6 +61,20 @@ const std::vector<std::string>& Migrations() {
       R"sql(
       CREATE INDEX jobs_pending_by_queue ON jobs(queue) WHERE state = 1;
       )sql",
+      // 3 -> 4: retention (store/retention.cc). Finished jobs in the order they finished (a
+      // job's row enters the index with its finishing update and changes no more), and the
+      // events of each job, so that deleting a job's events does not scan the log. The log's
+      // last event as it was before retention deleted events: the next open continues the
+      // sequence and the times from it, even when that event itself was deleted.
+      R"sql(
+      CREATE INDEX jobs_finished_by_time ON jobs(update_time_us, id) WHERE finished = 1;
+      CREATE INDEX events_by_job ON events(job_id) WHERE job_id IS NOT NULL;
+      CREATE TABLE event_log_end (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        seq INTEGER NOT NULL,
+        time_us INTEGER NOT NULL
+      );
+      )sql",
   };
   return migrations;
 }

@@ -122,14 +122,19 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   TESSERA_RETURN_IF_ERROR(ConfigureWriter(db, o));
   TESSERA_RETURN_IF_ERROR(Migrate(db));
 
+  // The sequence continues after the last event, or after the last one retention deleted.
+  int64_t last_event_seq = 0;
   int64_t last_event_time_us = 0;
-  {
-    TESSERA_ASSIGN_OR_RETURN(
-        StatementRef s, db.Prepare("SELECT seq, time_us FROM events ORDER BY seq DESC LIMIT 1"));
+  for (const char* sql : {"SELECT seq, time_us FROM events ORDER BY seq DESC LIMIT 1",
+                          "SELECT seq, time_us FROM event_log_end"}) {
+    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Statement> s, db.PrepareUncached(sql));
     TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
-    store->next_event_seq_ = (row ? static_cast<uint64_t>(s->ColumnInt(0)) : 0) + 1;
-    if (row) last_event_time_us = s->ColumnInt(1);
+    if (row && s->ColumnInt(0) > last_event_seq) {
+      last_event_seq = s->ColumnInt(0);
+      last_event_time_us = s->ColumnInt(1);
+    }
   }
+  store->next_event_seq_ = static_cast<uint64_t>(last_event_seq) + 1;
   Store* raw = store.get();
   store->writer_ = std::make_unique<GroupCommit>(db, o.max_batch, store->next_event_seq_.load(),
                                                  last_event_time_us,
@@ -283,13 +288,27 @@ StatusOr<v1::Job> Store::GetJob(uint64_t id) {
   return job;
 }
 
+StatusOr<v1::Job> Store::GetJobByIdempotencyKey(const std::string& stored_key) {
+  TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      reader.db().Prepare("SELECT j.id, j.idempotency_key, s.spec, j.status FROM jobs j "
+                          "JOIN job_specs s ON s.id = j.id WHERE j.idempotency_key = ?"));
+  s->BindText(1, stored_key);
+  TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return NotFoundError("no job has this idempotency key");
+  v1::Job job;
+  TESSERA_RETURN_IF_ERROR(reader.db().CountError(ParseJobRow(*s, 0, &job)));
+  return job;
+}
+
 StatusOr<v1::ListJobsResponse> Store::ListJobs(const v1::ListJobsRequest& request) {
   constexpr int kDefaultPageSize = 100;
   constexpr int kMaxPageSize = 1000;
   constexpr int kMaxRowsScanned = 20000;  // bounds the work when a label filter matches rarely.
   if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
-    return InvalidArgumentError("page_size: must be between 0 and " + std::to_string(kMaxPageSize) +
-                                ", got " + std::to_string(request.page_size()));
+    return InvalidFieldError("page_size", "must be between 0 and " + std::to_string(kMaxPageSize) +
+                                              ", got " + std::to_string(request.page_size()));
   }
   const int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
   uint64_t after = 0;
@@ -297,8 +316,7 @@ StatusOr<v1::ListJobsResponse> Store::ListJobs(const v1::ListJobsRequest& reques
     const std::string& token = request.page_token();
     auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), after);
     if (ec != std::errc() || end != token.data() + token.size()) {
-      return InvalidArgumentError("page_token: '" + token +
-                                  "' is not a token returned by ListJobs");
+      return InvalidFieldError("page_token", "'" + token + "' is not a token returned by ListJobs");
     }
   }
 
@@ -396,12 +414,12 @@ StatusOr<std::vector<v1::Event>> Store::ReadEvents(uint64_t after_seq, int max_e
 }
 
 Status Store::Backup(const std::string& path) {
-  if (path.empty()) return InvalidArgumentError("path: must not be empty");
+  if (path.empty()) return InvalidFieldError("path", "must not be empty");
   // Also the same file under another name (a symlink, "dir/./store.db"): renaming the copy over
   // the live store would corrupt it.
   std::error_code same_ec;
   if (path == path_ || std::filesystem::equivalent(path, path_, same_ec)) {
-    return InvalidArgumentError("path: must differ from the store itself");
+    return InvalidFieldError("path", "must differ from the store itself");
   }
   const std::string partial = path + ".partial";
   std::error_code ignored;

@@ -60,6 +60,8 @@ class Store {
   // --- Reading committed state.
   // Errors: NOT_FOUND.
   StatusOr<v1::Job> GetJob(uint64_t id);
+  // The job whose idempotency_key column is `stored_key` (scope included). Errors: NOT_FOUND.
+  StatusOr<v1::Job> GetJobByIdempotencyKey(const std::string& stored_key);
   // Errors: INVALID_ARGUMENT for a bad page size or token.
   StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
   // Events after `after_seq`, waiting up to `wait` for the first. Errors: UNAVAILABLE once

@@ -64,6 +64,16 @@ class WriteTransaction {
   };
   Status AppendSerializedEvents(const std::vector<EventRow>& rows);
 
+  // --- Retention (store/retention.cc).
+  // Deletes finished jobs, oldest finished first, with their specs and events: those that
+  // finished before `finished_before_us` and, beyond them, the oldest until at most
+  // `keep_finished` finished jobs remain (-1: no count bound). At most `limit` jobs; returns
+  // how many were deleted. Live jobs and events of no job (nodes, queues) are never touched.
+  // The log's last event is remembered first (table event_log_end), so that the next open
+  // continues the sequence after it even when it was one of those deleted.
+  StatusOr<int64_t> DeleteFinishedJobs(int64_t finished_before_us, int64_t keep_finished,
+                                       int limit);
+
   // --- Queues.
   StatusOr<bool> QueueExists(const std::string& name);
   StatusOr<bool> QueueHasChildren(const std::string& name);

@@ -118,6 +118,18 @@ TEST_CASE("daemon config: an explicit zero is kept, not replaced by the default"
   CHECK(classes->priority_classes(0).preemptible());
 }
 
+TEST_CASE("daemon config: store.retention maps onto Options::retention") {
+  StatusOr<v1::DaemonConfig> config =
+      LoadYaml("store: {retention: {finished_job_ttl_s: 86400, max_finished_jobs: 100000}}\n");
+  REQUIRE(config.ok());
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  CHECK(options->retention.finished_job_ttl.count() == 86400);
+  CHECK(options->retention.max_finished_jobs == 100000);
+  CHECK(options->retention.sweep_interval.count() == 60000);  // the defaults.
+  CHECK(options->retention.sweep_batch == 500);
+}
+
 TEST_CASE("daemon config: the example file loads and maps onto every Options field") {
   StatusOr<v1::DaemonConfig> config = LoadDaemonConfig(ExamplePath());
   REQUIRE_MESSAGE(config.ok(), config.status().message());
@@ -213,6 +225,14 @@ TEST_CASE("daemon config: bad values are refused naming the field") {
   CHECK(Refusal("store: {max_batch: 0}") == "store.max_batch: must be > 0, got 0");
   CHECK(Refusal("store: {max_size_mib: -1}") == "store.max_size_mib: must be >= 0, got -1");
   CHECK(Refusal("store: {busy_timeout_ms: -5}") == "store.busy_timeout_ms: must be >= 0, got -5");
+  CHECK(Refusal("store: {retention: {finished_job_ttl_s: -1}}") ==
+        "store.retention.finished_job_ttl_s: must be >= 0, got -1");
+  CHECK(Refusal("store: {retention: {max_finished_jobs: -1}}") ==
+        "store.retention.max_finished_jobs: must be >= 0, got -1");
+  CHECK(Refusal("store: {retention: {sweep_interval_ms: 0}}") ==
+        "store.retention.sweep_interval_ms: must be > 0, got 0");
+  CHECK(Refusal("store: {retention: {sweep_batch: 0}}") ==
+        "store.retention.sweep_batch: must be in 1..100000, got 0");
   CHECK(Refusal("engine: {decision_slice_us: 0}") ==
         "engine.decision_slice_us: must be > 0, got 0");
   CHECK(Refusal("engine: {max_attempts: 0}") == "engine.max_attempts: must be > 0, got 0");
