@@ -14,6 +14,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libbenchmark-dev
   libssl-dev openssl
+  libpugixml-dev
   clang-format
   clang libclang-rt-14-dev libfuzzer-14-dev
   python3 python3-matplotlib
