@@ -217,8 +217,7 @@ TEST_CASE("aws_ec2_fake: terminate, and the state EC2 reports after") {
            change.current_state.name == "terminated"));
   }
   DescribeInstancesRequest live;
-  live.filters = {{"tag:tessera-pool", {"burst"}},
-                  {"instance-state-name", {"pending", "running"}}};
+  live.filters = {{"tag:tessera-pool", {"burst"}}, {"instance-state-name", {"pending", "running"}}};
   const auto remaining = client.DescribeAllInstances(live);
   REQUIRE(remaining.ok());
   CHECK(remaining.value().empty());
@@ -252,8 +251,9 @@ TEST_CASE("aws_ec2_fake: new instances stay pending for a while") {
 TEST_CASE("aws_ec2_fake: spot prices, and a max price below them") {
   Fault("reset");
   Fault("spot_price", R"({"instance_type": "p4d.24xlarge", "price": "11.5700"})");
-  Fault("spot_price",
-        R"({"instance_type": "p4d.24xlarge", "availability_zone": "us-east-1b", "price": "9.8300"})");
+  Fault(
+      "spot_price",
+      R"({"instance_type": "p4d.24xlarge", "availability_zone": "us-east-1b", "price": "9.8300"})");
   Ec2Client client = MakeClient();
   SpotPriceHistoryRequest history;
   history.instance_types = {"p4d.24xlarge"};
@@ -373,7 +373,7 @@ class ProxyProcess {
   }
   ~ProxyProcess() {
     if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);  // the proxy stops its moto_server on the way out
+      ::kill(-pid_, SIGTERM);  // its process group: the proxy and the moto_server it started
       int status = 0;
       ::waitpid(pid_, &status, 0);
     }

@@ -59,9 +59,9 @@ QueryParams RunInstancesParams(const RunInstancesRequest& request) {
     params.emplace_back("InstanceMarketOptions.MarketType", "spot");
     const std::string spot = "InstanceMarketOptions.SpotOptions.";
     params.emplace_back(spot + "SpotInstanceType", request.spot->spot_instance_type);
-    params.emplace_back(spot + "InstanceInterruptionBehavior",
-                        request.spot->interruption_behavior);
-    if (!request.spot->max_price.empty()) params.emplace_back(spot + "MaxPrice", request.spot->max_price);
+    params.emplace_back(spot + "InstanceInterruptionBehavior", request.spot->interruption_behavior);
+    if (!request.spot->max_price.empty())
+      params.emplace_back(spot + "MaxPrice", request.spot->max_price);
   }
   if (!request.tags.empty()) {
     // Singular "TagSpecification" in the Query form (the SDKs' "TagSpecifications").
@@ -79,7 +79,8 @@ QueryParams DescribeInstancesParams(const DescribeInstancesRequest& request) {
   QueryParams params;
   AddList(params, "InstanceId", request.instance_ids);
   AddFilters(params, request.filters);
-  if (request.max_results > 0) params.emplace_back("MaxResults", std::to_string(request.max_results));
+  if (request.max_results > 0)
+    params.emplace_back("MaxResults", std::to_string(request.max_results));
   if (!request.next_token.empty()) params.emplace_back("NextToken", request.next_token);
   return params;
 }
@@ -99,7 +100,8 @@ QueryParams SpotPriceHistoryParams(const SpotPriceHistoryRequest& request) {
   }
   if (!request.start_time.empty()) params.emplace_back("StartTime", request.start_time);
   if (!request.end_time.empty()) params.emplace_back("EndTime", request.end_time);
-  if (request.max_results > 0) params.emplace_back("MaxResults", std::to_string(request.max_results));
+  if (request.max_results > 0)
+    params.emplace_back("MaxResults", std::to_string(request.max_results));
   if (!request.next_token.empty()) params.emplace_back("NextToken", request.next_token);
   return params;
 }
@@ -147,8 +149,8 @@ Ec2Outcome<HttpResponse> Ec2Client::Call(const std::string& action, QueryParams 
     } else if (reply.value().status < 200 || reply.value().status > 299) {
       error = ParseErrorReply(reply.value().status, reply.value().body);
     }
-    const bool retry = error && error->Retryable() && !error->IsCapacityError() &&
-                       attempt < options_.max_attempts;
+    const bool retry =
+        error && error->Retryable() && !error->IsCapacityError() && attempt < options_.max_attempts;
     if (!retry) return reply;
     retries_.fetch_add(1);
     options_.sleep(Backoff(attempt));

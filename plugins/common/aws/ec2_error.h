@@ -36,7 +36,7 @@ struct Ec2Error {
 template <typename T>
 class Ec2Outcome {
  public:
-  Ec2Outcome(T value) : value_(std::move(value)) {}  // NOLINT: implicit, as StatusOr
+  Ec2Outcome(T value) : value_(std::move(value)) {}         // NOLINT: implicit, as StatusOr
   Ec2Outcome(Ec2Error error) : error_(std::move(error)) {}  // NOLINT
   bool ok() const { return value_.has_value(); }
   const T& value() const& { return *value_; }

@@ -39,7 +39,7 @@ struct Ec2Instance {
 struct SpotMarketOptions {
   // Empty: pay up to the on-demand price (EC2's default).
   std::string max_price;
-  std::string spot_instance_type = "one-time";  // or "persistent"
+  std::string spot_instance_type = "one-time";      // or "persistent"
   std::string interruption_behavior = "terminate";  // or "stop", "hibernate"
 };
 
@@ -55,7 +55,7 @@ struct RunInstancesRequest {
   std::string availability_zone;  // Placement.AvailabilityZone; empty lets EC2 choose
   std::string user_data_base64;
   std::optional<SpotMarketOptions> spot;  // absent: on-demand
-  std::vector<Tag> tags;  // TagSpecification.1, ResourceType=instance
+  std::vector<Tag> tags;                  // TagSpecification.1, ResourceType=instance
 };
 
 struct RunInstancesResult {

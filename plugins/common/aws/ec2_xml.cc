@@ -119,7 +119,7 @@ Ec2Outcome<RunInstancesResult> ParseRunInstancesReply(int http_status, std::stri
 }
 
 Ec2Outcome<DescribeInstancesPage> ParseDescribeInstancesReply(int http_status,
-                                                             std::string_view body) {
+                                                              std::string_view body) {
   pugi::xml_document document;
   pugi::xml_node root;
   const bool loaded = Load(document, body, &root);

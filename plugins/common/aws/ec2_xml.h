@@ -22,10 +22,9 @@ std::optional<Ec2Error> ParseErrorReply(int http_status, std::string_view body);
 Ec2Outcome<RunInstancesResult> ParseRunInstancesReply(int http_status, std::string_view body);
 // All instances of all reservations on this page, and the token for the next one.
 Ec2Outcome<DescribeInstancesPage> ParseDescribeInstancesReply(int http_status,
-                                                             std::string_view body);
+                                                              std::string_view body);
 Ec2Outcome<std::vector<InstanceStateChange>> ParseTerminateInstancesReply(int http_status,
                                                                           std::string_view body);
-Ec2Outcome<SpotPriceHistoryPage> ParseSpotPriceHistoryReply(int http_status,
-                                                            std::string_view body);
+Ec2Outcome<SpotPriceHistoryPage> ParseSpotPriceHistoryReply(int http_status, std::string_view body);
 
 }  // namespace tessera::aws

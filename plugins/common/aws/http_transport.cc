@@ -37,8 +37,8 @@ Ec2Error TransportError(std::string_view step, const beast::error_code& code,
                         const HttpEndpoint& endpoint) {
   Ec2Error error;
   error.code = "TransportError";
-  error.message = std::string(step) + " " + endpoint.scheme + "://" + endpoint.HostHeader() +
-                  ": " + code.message();
+  error.message = std::string(step) + " " + endpoint.scheme + "://" + endpoint.HostHeader() + ": " +
+                  code.message();
   return error;
 }
 
@@ -89,6 +89,8 @@ Ec2Outcome<HttpResponse> Exchange(Stream& stream, const HttpEndpoint& endpoint,
 }  // namespace
 
 bool HttpEndpoint::Parse(std::string_view url, HttpEndpoint* endpoint, std::string* error) {
+  std::string ignored;
+  if (error == nullptr) error = &ignored;
   HttpEndpoint parsed;
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
@@ -126,7 +128,8 @@ bool HttpEndpoint::Parse(std::string_view url, HttpEndpoint* endpoint, std::stri
 }
 
 std::string HttpEndpoint::HostHeader() const {
-  const bool default_port = (scheme == "https" && port == "443") || (scheme == "http" && port == "80");
+  const bool default_port =
+      (scheme == "https" && port == "443") || (scheme == "http" && port == "80");
   return default_port ? host : host + ":" + port;
 }
 
@@ -167,9 +170,10 @@ Ec2Outcome<HttpResponse> BeastHttpTransport::Send(const HttpEndpoint& endpoint,
   beast::ssl_stream<beast::tcp_stream> stream(context, tls);
   // SNI: AWS endpoints serve several names from one address.
   if (!SSL_set_tlsext_host_name(stream.native_handle(), endpoint.host.c_str())) {
-    return TransportError("setting SNI for", beast::error_code(static_cast<int>(::ERR_get_error()),
-                                                               asio::error::get_ssl_category()),
-                          endpoint);
+    return TransportError(
+        "setting SNI for",
+        beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category()),
+        endpoint);
   }
   beast::get_lowest_layer(stream).expires_after(timeout_);
   beast::get_lowest_layer(stream).connect(addresses, code);

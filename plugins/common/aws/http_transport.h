@@ -29,8 +29,8 @@ struct HttpEndpoint {
   std::string ca_file;
 
   // "https://ec2.us-east-1.amazonaws.com", "http://127.0.0.1:5123"; the port defaults to the
-  // scheme's, and a path other than "/" is refused. False (and `error` says why) on anything
-  // else.
+  // scheme's, and a path other than "/" is refused. False (and `error`, when not null, says
+  // why) on anything else.
   static bool Parse(std::string_view url, HttpEndpoint* endpoint, std::string* error);
   // The Host header: host, and ":port" when it is not the scheme's default.
   std::string HostHeader() const;

@@ -173,9 +173,8 @@ std::array<std::uint8_t, 32> SigningKey(std::string_view secret_access_key,
 std::string Signature(std::string_view secret_access_key, const CredentialScope& scope,
                       std::string_view string_to_sign) {
   const auto key = SigningKey(secret_access_key, scope);
-  const auto mac =
-      HmacSha256(std::string_view(reinterpret_cast<const char*>(key.data()), key.size()),
-                 string_to_sign);
+  const auto mac = HmacSha256(
+      std::string_view(reinterpret_cast<const char*>(key.data()), key.size()), string_to_sign);
   return ToHex(mac.data(), mac.size());
 }
 

@@ -28,13 +28,12 @@ Ec2Outcome<std::optional<SpotInstanceAction>> PollSpotInstanceAction(
   HttpRequest token_request;
   token_request.method = "PUT";
   token_request.target = "/latest/api/token";
-  token_request.headers = {{"X-aws-ec2-metadata-token-ttl-seconds",
-                            std::to_string(token_ttl.count())}};
+  token_request.headers = {
+      {"X-aws-ec2-metadata-token-ttl-seconds", std::to_string(token_ttl.count())}};
   auto token = transport.Send(metadata, token_request);
   if (!token.ok()) return token.error();
   if (token.value().status != 200 || token.value().body.empty()) {
-    return MetadataError("IMDSv2 token request refused", token.value().status,
-                         token.value().body);
+    return MetadataError("IMDSv2 token request refused", token.value().status, token.value().body);
   }
 
   HttpRequest notice_request;
@@ -54,7 +53,8 @@ Ec2Outcome<std::optional<SpotInstanceAction>> PollSpotInstanceAction(
   }
   SpotInstanceAction action;
   action.action = json["action"].get<std::string>();
-  if (json.contains("time") && json["time"].is_string()) action.time = json["time"].get<std::string>();
+  if (json.contains("time") && json["time"].is_string())
+    action.time = json["time"].get<std::string>();
   return std::optional<SpotInstanceAction>(std::move(action));
 }
 

@@ -90,7 +90,8 @@ TEST_CASE("ec2 xml: DescribeInstances reads every reservation's instances and th
 }
 
 TEST_CASE("ec2 xml: RunInstances and TerminateInstances") {
-  const auto run = ParseRunInstancesReply(200, R"(<RunInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  const auto run = ParseRunInstancesReply(
+      200, R"(<RunInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
   <requestId>r1</requestId><reservationId>r-08e0f1c2</reservationId><ownerId>123456789012</ownerId>
   <instancesSet>
     <item><instanceId>i-a</instanceId><imageId>ami-1</imageId><instanceState><code>0</code><name>pending</name></instanceState><instanceType>g5.xlarge</instanceType></item>
@@ -101,7 +102,8 @@ TEST_CASE("ec2 xml: RunInstances and TerminateInstances") {
   REQUIRE(run.value().instances.size() == 2);
   CHECK(run.value().instances[1].instance_id == "i-b");
 
-  const auto terminated = ParseTerminateInstancesReply(200, R"(<TerminateInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  const auto terminated = ParseTerminateInstancesReply(
+      200, R"(<TerminateInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
   <requestId>r2</requestId><instancesSet><item><instanceId>i-a</instanceId>
   <currentState><code>32</code><name>shutting-down</name></currentState>
   <previousState><code>16</code><name>running</name></previousState></item></instancesSet>
@@ -114,7 +116,8 @@ TEST_CASE("ec2 xml: RunInstances and TerminateInstances") {
 }
 
 TEST_CASE("ec2 xml: spot price history, and a price that is not a number") {
-  const auto page = ParseSpotPriceHistoryReply(200, R"(<DescribeSpotPriceHistoryResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  const auto page = ParseSpotPriceHistoryReply(
+      200, R"(<DescribeSpotPriceHistoryResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
   <requestId>r3</requestId><spotPriceHistorySet>
   <item><instanceType>p4d.24xlarge</instanceType><productDescription>Linux/UNIX</productDescription><spotPrice>9.832100</spotPrice><timestamp>2026-12-01T12:00:00.000Z</timestamp><availabilityZone>us-east-1b</availabilityZone></item>
   </spotPriceHistorySet><nextToken/></DescribeSpotPriceHistoryResponse>)");
@@ -125,7 +128,9 @@ TEST_CASE("ec2 xml: spot price history, and a price that is not a number") {
   CHECK(page.value().prices[0].spot_price_usd == doctest::Approx(9.8321));
   CHECK(page.value().next_token.empty());
 
-  const auto bad = ParseSpotPriceHistoryReply(200, R"(<DescribeSpotPriceHistoryResponse><spotPriceHistorySet><item><spotPrice>cheap</spotPrice></item></spotPriceHistorySet></DescribeSpotPriceHistoryResponse>)");
+  const auto bad = ParseSpotPriceHistoryReply(
+      200,
+      R"(<DescribeSpotPriceHistoryResponse><spotPriceHistorySet><item><spotPrice>cheap</spotPrice></item></spotPriceHistorySet></DescribeSpotPriceHistoryResponse>)");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == "MalformedReply");
 }
@@ -141,16 +146,18 @@ TEST_CASE("ec2 xml: AWS error replies become typed errors") {
   CHECK(error.error().Retryable());
 
   const auto throttled = ParseErrorReply(
-      503, "<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit "
-           "exceeded.</Message></Error></Errors><RequestID>x</RequestID></Response>");
+      503,
+      "<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit "
+      "exceeded.</Message></Error></Errors><RequestID>x</RequestID></Response>");
   REQUIRE(throttled.has_value());
   CHECK(throttled->IsThrottling());
   CHECK(throttled->Retryable());
   CHECK_FALSE(throttled->IsCapacityError());
 
   const auto auth = ParseErrorReply(
-      401, "<Response><Errors><Error><Code>AuthFailure</Code><Message>AWS was not able to "
-           "validate the provided access credentials</Message></Error></Errors></Response>");
+      401,
+      "<Response><Errors><Error><Code>AuthFailure</Code><Message>AWS was not able to "
+      "validate the provided access credentials</Message></Error></Errors></Response>");
   REQUIRE(auth.has_value());
   CHECK(auth->code == "AuthFailure");
   CHECK_FALSE(auth->Retryable());
@@ -199,7 +206,8 @@ TEST_CASE("ec2 client: Query API forms use EC2's wire names") {
   CHECK(has("TagSpecification.1.Tag.2.Value", "j 1"));
 
   DescribeInstancesRequest describe;
-  describe.filters = {{"tag:tessera-pool", {"burst"}}, {"instance-state-name", {"pending", "running"}}};
+  describe.filters = {{"tag:tessera-pool", {"burst"}},
+                      {"instance-state-name", {"pending", "running"}}};
   describe.max_results = 5;
   describe.next_token = "n";
   CHECK(CanonicalQueryString(DescribeInstancesParams(describe)) ==

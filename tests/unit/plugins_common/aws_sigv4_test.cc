@@ -149,21 +149,18 @@ TEST_CASE("sigv4: 2011 test suite (Date header, service host)") {
   request.method = "GET";
   request.headers = {{"Date", "Mon, 09 Sep 2011 23:36:00 GMT"}, {"Host", "host.foo.com"}};
   SUBCASE("get-vanilla") {
-    CHECK(signature(request) ==
-          "b27ccfbfa7df52a200ff74193ca6e32d4b48b8856fab7ebf1c595d0670a7e470");
+    CHECK(signature(request) == "b27ccfbfa7df52a200ff74193ca6e32d4b48b8856fab7ebf1c595d0670a7e470");
   }
   SUBCASE("get-vanilla-query-order-value: repeated names sort by value") {
     request.query = {{"foo", "b"}, {"foo", "a"}};
-    CHECK(signature(request) ==
-          "feb926e49e382bec75c9d7dcb2a1b6dc8aa50ca43c25d2bc51143768c0875acc");
+    CHECK(signature(request) == "feb926e49e382bec75c9d7dcb2a1b6dc8aa50ca43c25d2bc51143768c0875acc");
   }
   SUBCASE("post-x-www-form-urlencoded") {
     request.method = "POST";
     request.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
     request.body = "foo=bar";
     CHECK(SignedHeaderNames(request) == "content-type;date;host");
-    CHECK(signature(request) ==
-          "5a15b22cf462f047318703b92e6f4f38884e4a7ab7b1d6426ca46a8bd1c26cbc");
+    CHECK(signature(request) == "5a15b22cf462f047318703b92e6f4f38884e4a7ab7b1d6426ca46a8bd1c26cbc");
   }
 }
 
