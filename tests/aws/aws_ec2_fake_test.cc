@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "aws/ec2_client.h"
 #include "aws/spot_interruption.h"
@@ -28,7 +29,9 @@ namespace {
 constexpr char kAccessKey[] = "AKIDTESSERATEST";
 constexpr char kSecret[] = "tessera/test+secret";
 
-HttpEndpoint g_proxy;  // set by main() once the proxy listens
+HttpEndpoint g_proxy;    // set by main() once the proxy listens
+std::string g_tls_port;  // the proxy's HTTPS port, empty when openssl could not make a cert
+std::string g_tls_cert;  // its self-signed certificate, for DNS:localhost only
 
 bool OnPath(const std::string& program) {
   const char* path = std::getenv("PATH");
@@ -334,20 +337,77 @@ TEST_CASE("aws_ec2_fake: the spot interruption notice, seen through IMDSv2") {
          after.value().instances[0].state.name == "terminated"));
 }
 
+TEST_CASE("aws_ec2_fake: HTTPS with a given CA, the host name checked") {
+  if (g_tls_port.empty()) {
+    MESSAGE("skipped: openssl could not make a test certificate");
+    return;
+  }
+  Fault("reset");
+  auto client_for = [](const std::string& host, const std::string& ca_file) {
+    Ec2ClientOptions options;
+    options.endpoint = {"https", host, g_tls_port, ca_file};
+    options.credentials = {kAccessKey, kSecret, ""};
+    options.max_attempts = 1;
+    return Ec2Client(options);
+  };
+  Ec2Client trusted = client_for("localhost", g_tls_cert);
+  REQUIRE(trusted.RunInstances(Launch("g5.xlarge", 1, 1, false, "tls")).ok());
+  const auto page = trusted.DescribeInstances({});
+  REQUIRE_MESSAGE(page.ok(), page.error().ToString());
+  CHECK(page.value().instances.size() == 1);
+
+  // The certificate names localhost, not 127.0.0.1; and the system store does not know it.
+  const auto wrong_name = client_for("127.0.0.1", g_tls_cert).DescribeInstances({});
+  REQUIRE_FALSE(wrong_name.ok());
+  CHECK(wrong_name.error().code == "TransportError");
+  CHECK(wrong_name.error().message.find("TLS handshake") != std::string::npos);
+  const auto unknown_ca = client_for("localhost", "").DescribeInstances({});
+  REQUIRE_FALSE(unknown_ca.ok());
+  CHECK(unknown_ca.error().message.find("TLS handshake") != std::string::npos);
+}
+
+// A self-signed certificate for localhost, made with the openssl command; false without it.
+bool MakeTestCertificate(const std::filesystem::path& directory) {
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
+      " -addext subjectAltName=DNS:localhost -keyout '" +
+      (directory / "key.pem").string() + "' -out '" + (directory / "cert.pem").string() +
+      "' >/dev/null 2>&1";
+  return std::system(command.c_str()) == 0;
+}
+
+std::string ReadPort(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string port;
+  in >> port;
+  return port;
+}
+
 // The proxy (which starts moto_server), from fork to listening.
 class ProxyProcess {
  public:
   bool Start(std::string* error) {
-    port_file_ = std::filesystem::temp_directory_path() /
-                 ("tessera-ec2-proxy-" + std::to_string(::getpid()) + ".port");
-    std::filesystem::remove(port_file_);
+    directory_ = std::filesystem::temp_directory_path() /
+                 ("tessera-ec2-proxy-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(directory_);
+    std::filesystem::create_directories(directory_);
+    port_file_ = directory_ / "port";
+    const bool tls = MakeTestCertificate(directory_);
+    std::vector<std::string> args = {"python3",     TESSERA_EC2_FAULT_PROXY, "--start-moto",
+                                     "--port-file", port_file_.string(),     "--verify-key",
+                                     kAccessKey,    "--verify-secret",       kSecret};
+    if (tls) {
+      args.insert(args.end(), {"--tls-cert", (directory_ / "cert.pem").string(), "--tls-key",
+                               (directory_ / "key.pem").string(), "--tls-port-file",
+                               (directory_ / "tls-port").string()});
+    }
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);
-      const std::string port_file = port_file_.string();
-      ::execlp("python3", "python3", TESSERA_EC2_FAULT_PROXY, "--start-moto", "--port-file",
-               port_file.c_str(), "--verify-key", kAccessKey, "--verify-secret", kSecret,
-               static_cast<char*>(nullptr));
+      std::vector<char*> argv;
+      for (auto& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      ::execvp("python3", argv.data());
       ::_exit(127);
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -358,12 +418,16 @@ class ProxyProcess {
         *error = "the fault proxy exited before listening (status " + std::to_string(status) + ")";
         return false;
       }
-      std::ifstream in(port_file_);
-      std::string port;
-      if (in >> port) {
+      // The HTTPS port is written first, so both are known once the plain one is.
+      const std::string port = ReadPort(port_file_);
+      if (!port.empty()) {
         g_proxy.scheme = "http";
         g_proxy.host = "127.0.0.1";
         g_proxy.port = port;
+        if (tls) {
+          g_tls_port = ReadPort(directory_ / "tls-port");
+          g_tls_cert = (directory_ / "cert.pem").string();
+        }
         return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -377,11 +441,12 @@ class ProxyProcess {
       int status = 0;
       ::waitpid(pid_, &status, 0);
     }
-    std::filesystem::remove(port_file_);
+    std::filesystem::remove_all(directory_);
   }
 
  private:
   pid_t pid_ = -1;
+  std::filesystem::path directory_;
   std::filesystem::path port_file_;
 };
 

@@ -8,8 +8,10 @@ forwards every EC2 call and changes what it must. Python 3 standard library only
 
     ec2_fault_proxy.py --start-moto --port-file FILE [--verify-key AKID --verify-secret SECRET]
     ec2_fault_proxy.py --moto-url http://127.0.0.1:5123 --port 8080
+    ... --tls-cert CERT.pem --tls-key KEY.pem --tls-port-file FILE   (also serve HTTPS)
 
-One listening port serves three things, told apart by path:
+With --tls-cert/--tls-key a second port serves the same over HTTPS (one state for both), for
+the client's TLS path. One listening port serves three things, told apart by path:
   POST /                       EC2 Query API (Action=...), forwarded to moto
   /latest/...                  the instance metadata service (IMDSv2) of one instance
   /fault/...                   the control endpoint below (JSON bodies, JSON replies)
@@ -76,6 +78,7 @@ import json
 import os
 import secrets
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -189,12 +192,12 @@ class Faults:
 class Proxy(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address, moto_url, verify_key, verify_secret):
+    def __init__(self, address, moto_url, verify_key, verify_secret, faults=None):
         super().__init__(address, Handler)
         parsed = urllib.parse.urlparse(moto_url)
         self.moto_host, self.moto_port = parsed.hostname, parsed.port
         self.verify_key, self.verify_secret = verify_key, verify_secret
-        self.faults = Faults()
+        self.faults = faults or Faults()
 
     def moto(self, method, path, body=b"", headers=None):
         connection = http.client.HTTPConnection(self.moto_host, self.moto_port, timeout=30)
@@ -502,6 +505,12 @@ def wait_for_port(port, process, seconds):
     return False
 
 
+def write_port(path, port):
+    with open(path + ".tmp", "w") as out:
+        out.write(str(port))
+    os.replace(path + ".tmp", path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--moto-url", help="a running moto_server")
@@ -512,6 +521,9 @@ def main():
     parser.add_argument("--port-file", help="write the listening port here once ready")
     parser.add_argument("--verify-key")
     parser.add_argument("--verify-secret")
+    parser.add_argument("--tls-cert", help="PEM certificate: also serve HTTPS")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--tls-port-file", help="write the HTTPS port here once ready")
     args = parser.parse_args()
 
     moto_process = None
@@ -528,10 +540,17 @@ def main():
         sys.exit("ec2_fault_proxy: give --moto-url or --start-moto")
 
     server = Proxy(("127.0.0.1", args.port), moto_url, args.verify_key, args.verify_secret)
+    if args.tls_cert:
+        tls_server = Proxy(("127.0.0.1", 0), moto_url, args.verify_key, args.verify_secret,
+                           server.faults)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        tls_server.socket = context.wrap_socket(tls_server.socket, server_side=True)
+        threading.Thread(target=tls_server.serve_forever, daemon=True).start()
+        if args.tls_port_file:
+            write_port(args.tls_port_file, tls_server.server_address[1])
     if args.port_file:
-        with open(args.port_file + ".tmp", "w") as out:
-            out.write(str(server.server_address[1]))
-        os.replace(args.port_file + ".tmp", args.port_file)
+        write_port(args.port_file, server.server_address[1])
     try:
         server.serve_forever()
     except KeyboardInterrupt:
