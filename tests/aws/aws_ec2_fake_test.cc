@@ -130,6 +130,14 @@ TEST_CASE("aws_ec2_fake: spot and on-demand launches with tags, MaxCount honoure
     }
   }
   CHECK(spot_count == 3);
+
+  // instance-lifecycle (moto answers it with HTTP 500; the proxy applies it), with another filter.
+  DescribeInstancesRequest spot_only;
+  spot_only.filters = {{"instance-lifecycle", {"spot"}}, {"tag:tessera-pool", {"burst"}}};
+  const auto spot_instances = client.DescribeAllInstances(spot_only);
+  REQUIRE_MESSAGE(spot_instances.ok(), spot_instances.error().ToString());
+  CHECK(spot_instances.value().size() == 3);
+  for (const Ec2Instance& instance : spot_instances.value()) CHECK(instance.lifecycle == "spot");
 }
 
 TEST_CASE("aws_ec2_fake: describe by tag filter, page by page") {

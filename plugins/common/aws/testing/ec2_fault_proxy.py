@@ -61,8 +61,11 @@ What the proxy adds to moto, and where both still differ from EC2:
   - Signatures: moto never checks them. With --verify-key/--verify-secret the proxy recomputes
     SigV4 itself (hashlib/hmac, written from AWS's description, independent of the C++ signer)
     and refuses a mismatch with AuthFailure (HTTP 401), so every test call is also a signing test.
-  - Still as moto has it: the `instance-lifecycle` filter fails with HTTP 500 (EC2 supports it);
-    DescribeInstances pages by reservation, not by instance; no Spot Instance request objects.
+  - The `instance-lifecycle` filter fails with HTTP 500 in moto; the proxy takes it out of the
+    request and applies it to each page itself (values as EC2's: "spot"; on-demand instances
+    have no lifecycle and match no value), so such a page can also come back short.
+  - Still as moto has it: DescribeInstances pages by reservation, not by instance; no Spot
+    Instance request objects.
   - Error replies have EC2's shape: <Response><Errors><Error><Code/><Message/></Error></Errors>
     <RequestID/></Response>. HTTP status: InsufficientInstanceCapacity 500 (AWS lists it among
     server errors), RequestLimitExceeded 503 (what botocore's EC2 retry rules expect),
@@ -350,9 +353,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self.send(503, error_xml("RequestLimitExceeded", "Request limit exceeded."))
         if action == "RunInstances":
             return self.run_instances(params, query)
+        lifecycles = None
+        if action == "DescribeInstances":
+            params, lifecycles = take_filter(params, "instance-lifecycle")
+            body = urllib.parse.urlencode(params).encode()
         status, reply, content_type = self.forward(body)
         if status == 200 and action == "DescribeInstances":
-            reply = self.rewrite_instances(reply, query)
+            reply = self.rewrite_instances(reply, query, lifecycles)
         elif status == 200 and action == "DescribeSpotPriceHistory":
             reply = self.rewrite_prices(reply)
         self.send(status, reply, content_type)
@@ -448,7 +455,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     faults.client_tokens[token] = (without_token, reply)
         self.send(status, reply, content_type)
 
-    def rewrite_instances(self, reply, query):
+    def rewrite_instances(self, reply, query, lifecycles=None):
         faults = self.server.faults
         wanted_states = None
         for name, value in query.items():
@@ -470,6 +477,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         child(state, "name").text = "pending"
                     if wanted_states is not None and text_of(state, "name") not in wanted_states:
                         instances.remove(item)
+                    elif lifecycles is not None and text_of(item, "instanceLifecycle") not in lifecycles:
+                        instances.remove(item)
                 if not children(instances, "item"):
                     reservations.remove(reservation)
         return ET.tostring(root, encoding="utf-8", xml_declaration=True)
@@ -484,6 +493,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if price is not None:
                     child(item, "spotPrice").text = price
         return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def take_filter(params, name):
+    """Removes Filter.N named `name` from the params (renumbering the rest); returns the params
+    and that filter's values, or None when it was not there."""
+    filters, others = {}, []
+    for key, value in params:
+        parts = key.split(".")
+        if parts[0] == "Filter" and len(parts) >= 3 and parts[1].isdigit():
+            filters.setdefault(int(parts[1]), []).append((".".join(parts[2:]), value))
+        else:
+            others.append((key, value))
+    values, number = None, 0
+    for index in sorted(filters):
+        fields = filters[index]
+        if ("Name", name) in fields:
+            values = {value for field, value in fields if field.startswith("Value.")}
+            continue
+        number += 1
+        others += [("Filter.%d.%s" % (number, field), value) for field, value in fields]
+    return others, values
 
 
 def free_port():
