@@ -30,8 +30,7 @@ bool Load(pugi::xml_document& document, std::string_view body, pugi::xml_node* r
 
 // The shared front of every Parse*: an error document becomes its error, a document whose root
 // is not `expected_root` (or a non-2xx status without an error document) is malformed.
-std::optional<Ec2Error> CheckReply(const pugi::xml_document& document, bool loaded,
-                                   const pugi::xml_node& root, int http_status,
+std::optional<Ec2Error> CheckReply(bool loaded, const pugi::xml_node& root, int http_status,
                                    std::string_view body, const char* expected_root) {
   if (auto error = ParseErrorReply(http_status, body)) return error;
   if (!loaded) return Malformed(http_status, body, "not XML");
@@ -41,7 +40,6 @@ std::optional<Ec2Error> CheckReply(const pugi::xml_document& document, bool load
   if (std::string_view(root.name()) != expected_root) {
     return Malformed(http_status, body, std::string("expected <") + expected_root + ">");
   }
-  (void)document;
   return std::nullopt;
 }
 
@@ -107,7 +105,7 @@ Ec2Outcome<RunInstancesResult> ParseRunInstancesReply(int http_status, std::stri
   pugi::xml_document document;
   pugi::xml_node root;
   const bool loaded = Load(document, body, &root);
-  if (auto error = CheckReply(document, loaded, root, http_status, body, "RunInstancesResponse")) {
+  if (auto error = CheckReply(loaded, root, http_status, body, "RunInstancesResponse")) {
     return *error;
   }
   RunInstancesResult result;
@@ -123,8 +121,7 @@ Ec2Outcome<DescribeInstancesPage> ParseDescribeInstancesReply(int http_status,
   pugi::xml_document document;
   pugi::xml_node root;
   const bool loaded = Load(document, body, &root);
-  if (auto error =
-          CheckReply(document, loaded, root, http_status, body, "DescribeInstancesResponse")) {
+  if (auto error = CheckReply(loaded, root, http_status, body, "DescribeInstancesResponse")) {
     return *error;
   }
   DescribeInstancesPage page;
@@ -142,8 +139,7 @@ Ec2Outcome<std::vector<InstanceStateChange>> ParseTerminateInstancesReply(int ht
   pugi::xml_document document;
   pugi::xml_node root;
   const bool loaded = Load(document, body, &root);
-  if (auto error =
-          CheckReply(document, loaded, root, http_status, body, "TerminateInstancesResponse")) {
+  if (auto error = CheckReply(loaded, root, http_status, body, "TerminateInstancesResponse")) {
     return *error;
   }
   std::vector<InstanceStateChange> changes;
@@ -159,8 +155,8 @@ Ec2Outcome<SpotPriceHistoryPage> ParseSpotPriceHistoryReply(int http_status,
   pugi::xml_document document;
   pugi::xml_node root;
   const bool loaded = Load(document, body, &root);
-  if (auto error = CheckReply(document, loaded, root, http_status, body,
-                              "DescribeSpotPriceHistoryResponse")) {
+  if (auto error =
+          CheckReply(loaded, root, http_status, body, "DescribeSpotPriceHistoryResponse")) {
     return *error;
   }
   SpotPriceHistoryPage page;
