@@ -68,7 +68,8 @@ What the proxy adds to moto, and where both still differ from EC2:
     Instance request objects.
   - Error replies have EC2's shape: <Response><Errors><Error><Code/><Message/></Error></Errors>
     <RequestID/></Response>. HTTP status: InsufficientInstanceCapacity 500 (AWS lists it among
-    server errors), RequestLimitExceeded 503 (what botocore's EC2 retry rules expect),
+    server errors), RequestLimitExceeded 503 (as we remember botocore's EC2 retry rule; not
+    checked against a source here, and the C++ client decides by code, not status),
     SpotMaxPriceTooLow and IdempotentParameterMismatch 400, AuthFailure 401.
 """
 
