@@ -14,6 +14,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libbenchmark-dev
   libssl-dev openssl
+  libpugixml-dev
   clang-format
   clang libclang-rt-14-dev libfuzzer-14-dev
   python3 python3-matplotlib
@@ -31,6 +32,18 @@ install_conan() {
     --break-system-packages "${user[@]}" 'conan>=2,<3'
 }
 install_conan
+
+# moto (an independent AWS emulator; `moto_server` runs it over HTTP) for the aws_ec2_fake test
+# of plugins/common/aws. Debian 12 has no package of it; pip installs the version the test and
+# plugins/common/aws/testing/ec2_fault_proxy.py were checked against, the same way as Conan.
+install_moto() {
+  if command -v moto_server >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then return; fi
+  local user=(); if [ "$(id -u)" -ne 0 ]; then user=(--user); fi
+  echo "install-deps: installing moto[server] 5.2.1 with pip"
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+    --break-system-packages "${user[@]}" 'moto[server]==5.2.1'
+}
+install_moto
 
 missing=()
 for p in "${packages[@]}"; do
@@ -52,3 +65,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 install_conan
+install_moto

@@ -1,0 +1,114 @@
+// The EC2 objects and requests the client speaks, as plain structs named after the EC2 Query API
+// fields they carry (API version 2016-11-15). Only the fields a capacity provider needs are here;
+// EC2 replies with many more, which the parser skips.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::aws {
+
+struct Tag {
+  std::string key;
+  std::string value;
+};
+
+// instanceState: code 0 pending, 16 running, 32 shutting-down, 48 terminated, 64 stopping,
+// 80 stopped (only the low byte is meaningful; EC2 documents the high byte as internal).
+struct InstanceState {
+  int code = -1;
+  std::string name;
+};
+
+struct Ec2Instance {
+  std::string instance_id;
+  std::string image_id;
+  std::string instance_type;
+  std::string availability_zone;
+  InstanceState state;
+  // "spot" for spot instances; empty for on-demand (EC2 omits the field).
+  std::string lifecycle;
+  std::string private_ip_address;
+  std::string launch_time;
+  std::string client_token;
+  std::vector<Tag> tags;
+};
+
+// InstanceMarketOptions.MarketType=spot with its SpotOptions.
+struct SpotMarketOptions {
+  // Empty: pay up to the on-demand price (EC2's default).
+  std::string max_price;
+  std::string spot_instance_type = "one-time";      // or "persistent"
+  std::string interruption_behavior = "terminate";  // or "stop", "hibernate"
+};
+
+struct RunInstancesRequest {
+  std::string image_id;
+  std::string instance_type;
+  int min_count = 1;
+  int max_count = 1;
+  // Idempotency: the same token with the same parameters returns the first call's instances
+  // instead of launching again (up to 64 ASCII characters).
+  std::string client_token;
+  std::string subnet_id;
+  std::string availability_zone;  // Placement.AvailabilityZone; empty lets EC2 choose
+  std::string user_data_base64;
+  std::optional<SpotMarketOptions> spot;  // absent: on-demand
+  std::vector<Tag> tags;                  // TagSpecification.1, ResourceType=instance
+};
+
+struct RunInstancesResult {
+  std::string reservation_id;
+  std::vector<Ec2Instance> instances;
+};
+
+struct Ec2Filter {
+  std::string name;  // e.g. "tag:tessera-pool", "instance-state-name"
+  std::vector<std::string> values;
+};
+
+struct DescribeInstancesRequest {
+  std::vector<std::string> instance_ids;
+  std::vector<Ec2Filter> filters;
+  // 0: EC2's default. EC2 refuses MaxResults together with instance IDs.
+  int max_results = 0;
+  std::string next_token;
+};
+
+struct DescribeInstancesPage {
+  std::vector<Ec2Instance> instances;
+  std::string next_token;  // empty on the last page
+};
+
+struct InstanceStateChange {
+  std::string instance_id;
+  InstanceState previous_state;
+  InstanceState current_state;
+};
+
+struct SpotPriceHistoryRequest {
+  std::vector<std::string> instance_types;
+  std::vector<std::string> product_descriptions;  // e.g. "Linux/UNIX"
+  std::string availability_zone;
+  std::string start_time;  // ISO 8601; empty: EC2's default
+  std::string end_time;
+  int max_results = 0;
+  std::string next_token;
+};
+
+struct SpotPrice {
+  std::string availability_zone;
+  std::string instance_type;
+  std::string product_description;
+  std::string spot_price;  // USD per hour, as EC2 writes it ("1.234500")
+  double spot_price_usd = 0;
+  std::string timestamp;
+};
+
+struct SpotPriceHistoryPage {
+  std::vector<SpotPrice> prices;
+  std::string next_token;
+};
+
+}  // namespace tessera::aws
