@@ -319,6 +319,7 @@ StatusOr<Json> RunOnce(const ChurnFlags& flags, int run) {
 
   ScratchDir dir("tessera-bench-churn");
   Options options;
+  options.log.level = LogLevel::kWarning;  // stderr is for the benchmark's progress.
   options.store.path = dir.path() + "/state.db";
   options.store.durable = flags.durable;
   options.default_queue.clear();

@@ -153,6 +153,7 @@ int64_t SubmitAll(Scheduler& scheduler, int jobs, int window, std::mt19937_64& r
 StatusOr<Json> RunDecideOnce(const DecideFlags& flags, int run) {
   std::mt19937_64 rng(flags.common.seed);
   Options options;
+  options.log.level = LogLevel::kWarning;  // stderr is for the benchmark's progress.
   // By default in memory: this measures decisions, not fsync.
   std::optional<ScratchDir> dir;
   if (flags.store != "memory") {

@@ -11,7 +11,6 @@
 //   tessera-bench churn --nodes 1000 --rate 500 --seconds 20
 //
 // Results: one JSON object per line on stdout; a short table and progress on stderr.
-#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -222,9 +221,6 @@ int Main(int argc, char** argv) {
   openb_cmd->add_option("--data", openb.data, "openb data folder")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
-
-  // The library logs at info by default; a benchmark's stderr is for its own table and progress.
-  spdlog::set_level(spdlog::level::warn);
 
   if (preempt_cmd->parsed()) return RunPreempt(preempt);
   if (decide_cmd->parsed()) return RunDecide(decide);

@@ -28,6 +28,7 @@ StatusOr<Json> RunOnce(const PreemptFlags& flags, int run) {
   std::mt19937_64 rng(flags.common.seed + static_cast<uint64_t>(run));
   auto clock = std::make_shared<ManualClock>();
   Options options;
+  options.log.level = LogLevel::kWarning;  // stderr is for the benchmark's progress.
   options.clock = clock;
   options.preemption.max_per_minute = 1 << 30;  // measure the planner, not the budget.
   v1::SimulatedCluster cluster;

@@ -242,6 +242,7 @@ int RunRecoverMeasure(const RecoverMeasureFlags& flags) {
     return std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
   };
   Options options;
+  options.log.level = LogLevel::kWarning;  // stderr is for the benchmark's progress.
   options.store.path = flags.store;
   options.store.durable = true;
   v1::SimulatedCluster cluster;

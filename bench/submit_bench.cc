@@ -93,6 +93,7 @@ void RunAsyncClient(Scheduler& scheduler, int client, int64_t jobs, int window, 
 StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
   ScratchDir dir("tessera-bench-submit");
   Options options;
+  options.log.level = LogLevel::kWarning;  // stderr is for the benchmark's progress.
   options.store.path = dir.path() + "/state.db";
   options.store.durable = flags.durable;
   options.engine.start_paused = flags.decisions == "off";

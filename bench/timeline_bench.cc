@@ -92,6 +92,7 @@ StatusOr<Json> RunOnce(const TimelineFlags& flags, const Files& files, const Wor
                        const ClusterInfo& cluster, int run) {
   auto clock = std::make_shared<ManualClock>(kEpochUs);
   Options options;
+  options.log.level = LogLevel::kWarning;  // stderr is for the benchmark's progress.
   options.store.path.clear();  // in memory: virtual time makes commit latency irrelevant.
   options.default_queue.clear();
   options.clock = clock;
