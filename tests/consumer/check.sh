@@ -2,8 +2,9 @@
 # Installs the build tree into a scratch prefix that is not on the loader path (like the README's
 # /opt/tessera), builds tests/consumer against it with find_package(Tessera), and runs it twice:
 # on the built-in simulation, and through the installed sim plugin isolated in the installed
-# tessera-plugin-host. No LD_LIBRARY_PATH: the installed binaries and plugins find their
-# libraries through their RUNPATH alone. Then it builds the worked examples of docs/embedding.md
+# tessera-plugin-host; last, the installed tesserad answers the installed tessctl. No
+# LD_LIBRARY_PATH: the installed binaries and plugins find their libraries through their RUNPATH
+# alone. Then it builds the worked examples of docs/embedding.md
 # (each ```cpp block after an "<!-- example: NAME.cc -->" line) and runs them: the portal on a
 # store in the scratch directory, and the virtual-time simulation.
 # Usage: check.sh <build-dir> <source-dir>
@@ -40,3 +41,31 @@ plugin=$(find "$prefix" -name libtessera_plugin_sim.so | head -n 1)
 "$scratch/build/consumer" "$plugin"
 "$scratch/build/portal" "$scratch/portal.db"
 "$scratch/build/simulate"
+
+# The installed daemon and CLI run from the prefix too: tesserad on its embedded defaults (a
+# simulated cluster) answers the installed tessctl.
+cat >"$scratch/tesserad.yaml" <<YAML
+server:
+  listen: 127.0.0.1:0
+store:
+  path: $scratch/daemon/state.db
+YAML
+"$prefix/bin/tesserad" --config "$scratch/tesserad.yaml" >"$scratch/tesserad.log" 2>&1 &
+daemon=$!
+trap 'kill "$daemon" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+url=""
+for _ in $(seq 100); do
+  url=$(grep -o 'listening on http://[0-9.:]*' "$scratch/tesserad.log" | head -n 1 | cut -d' ' -f3 || true)
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+if [ -z "$url" ]; then
+  echo "installed tesserad did not start:" >&2
+  cat "$scratch/tesserad.log" >&2
+  exit 1
+fi
+"$prefix/bin/tessctl" --server "$url" submit --gpus 1 >/dev/null
+"$prefix/bin/tessctl" --server "$url" nodes | grep -q Ready
+kill "$daemon"
+wait "$daemon" || true
+echo "installed tesserad and tessctl: ok"
