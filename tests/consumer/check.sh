@@ -2,11 +2,11 @@
 # Installs the build tree into a scratch prefix that is not on the loader path (like the README's
 # /opt/tessera), builds tests/consumer against it with find_package(Tessera), and runs it twice:
 # on the built-in simulation, and through the installed sim plugin isolated in the installed
-# tessera-plugin-host; last, the installed tesserad answers the installed tessctl. No
-# LD_LIBRARY_PATH: the installed binaries and plugins find their libraries through their RUNPATH
-# alone. Then it builds the worked examples of docs/embedding.md
+# tessera-plugin-host. No LD_LIBRARY_PATH: the installed binaries and plugins find their
+# libraries through their RUNPATH alone. Then it builds the worked examples of docs/embedding.md
 # (each ```cpp block after an "<!-- example: NAME.cc -->" line) and runs them: the portal on a
-# store in the scratch directory, and the virtual-time simulation.
+# store in the scratch directory, and the virtual-time simulation. Last, the installed tesserad
+# answers the installed tessctl.
 # Usage: check.sh <build-dir> <source-dir>
 set -euo pipefail
 build_dir=$1
