@@ -69,6 +69,7 @@ class TesseraConan(ConanFile):
         tc.cache_variables["TESSERA_BUILD_BENCH"] = False
         tc.cache_variables["TESSERA_BUILD_EXAMPLES"] = False
         tc.cache_variables["TESSERA_BUILD_PLUGINS"] = False
+        tc.cache_variables["TESSERA_BUILD_REPLAY"] = False
         tc.generate()
         # Writes find_package() files for dependencies that Conan built. Platform requirements
         # (the debian12 profile) get none, and find_package() finds the system's own
