@@ -276,5 +276,135 @@ TEST_CASE("scenario findings: a job that preempts shares for whole GPUs gets the
   for (uint64_t id : shares) CHECK(MustGet(s, id).status().preemptions() == 1);
 }
 
+TEST_CASE(
+    "scenario findings: the job behind a head no step can serve reclaims its queue's guarantee") {
+  // Queue "a" is owed one GPU. Its head needs both GPUs of the node, one of which has failed, so
+  // no make-room step can serve it; the 1-GPU job behind it must reclaim the GPU queue "b"
+  // borrows, or "a" waits for its guarantee as long as its head cannot run (seeds 359, 481 and
+  // 836). The borrower is placed in the very pass the reclaim is first tried, still starting:
+  // the reclaim must look again once it runs.
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(0);
+  options.preemption.cooldown = std::chrono::seconds(18);
+  auto t = OpenCluster(OneNode(2), options);
+  Scheduler* s = t.scheduler.get();
+  v1::QueueSpec a = QueueSpec("a");
+  a.mutable_guarantee()->set_gpu_milli(1000);
+  CreateQueue(s, a);
+  CreateQueue(s, QueueSpec("b"));
+  const int64_t start = t.clock->NowUs();
+  const uint64_t head =
+      MustSubmit(s, JobSpecBuilder("a").Gpus(2).SimulatedDurationMs(65'000).Build()).id();
+  RunUntil(t, start + 5 * kSecond);
+  const uint64_t behind = MustSubmit(s, JobSpecBuilder("a")
+                                            .Gpus(1)
+                                            .PriorityClass("low")
+                                            .TimeLimitSeconds(69)
+                                            .SimulatedDurationMs(44'000)
+                                            .Build())
+                              .id();
+  const uint64_t borrower = MustSubmit(s, JobSpecBuilder("b")
+                                              .Gpus(1)
+                                              .PriorityClass("low")
+                                              .TimeLimitSeconds(120)
+                                              .SimulatedDurationMs(114'000)
+                                              .Build())
+                                .id();
+  RunUntil(t, start + 10 * kSecond);
+  v1::GpuTelemetry failed;
+  failed.set_node(MustGet(s, head).status().placements(0).node());
+  failed.set_gpu(0);
+  failed.add_xid_errors(79);
+  REQUIRE(s->ReportTelemetry(failed).ok());
+  RunUntil(t, start + 40 * kSecond);
+  const v1::Job job = MustGet(s, behind);
+  INFO(job.status().reason());
+  CHECK(job.status().state() == v1::RUNNING);
+  CHECK(MustGet(s, borrower).status().preemptions() == 1);
+  CHECK(MustGet(s, head).status().state() == v1::PENDING);
+}
+
+TEST_CASE("scenario findings: a gang that preempted and started leaves no claim on its queue") {
+  // A 2-task gang of queue "b" preempts for both GPUs and runs. Its queue's count of what its
+  // waiting jobs will take was lowered by one task, not two, once it had started (seed 461):
+  // "b" then looked a GPU nearer its guarantee than it was and never reclaimed it again.
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(1);
+  options.preemption.cooldown = std::chrono::seconds(1);
+  auto t = OpenCluster(OneNode(2), options);
+  Scheduler* s = t.scheduler.get();
+  v1::QueueSpec b = QueueSpec("b");
+  b.mutable_guarantee()->set_gpu_milli(1000);
+  CreateQueue(s, b);
+  CreateQueue(s, QueueSpec("a"));
+  const int64_t start = t.clock->NowUs();
+  for (int i = 0; i < 2; ++i) {
+    MustSubmit(
+        s, JobSpecBuilder("a").Gpus(1).PriorityClass("low").SimulatedDurationMs(600'000).Build());
+  }
+  RunUntil(t, start + 5 * kSecond);
+  const uint64_t gang = MustSubmit(s, JobSpecBuilder("b")
+                                          .Tasks(2)
+                                          .Gpus(1)
+                                          .PriorityClass("high")
+                                          .SimulatedDurationMs(20'000)
+                                          .Build())
+                            .id();
+  RunUntil(t, start + 40 * kSecond);
+  REQUIRE(MustGet(s, gang).status().state() == v1::SUCCEEDED);
+  // Queue "a" has both GPUs again; "b" is owed one, for a job of no higher priority than a's.
+  const uint64_t owed =
+      MustSubmit(
+          s, JobSpecBuilder("b").Gpus(1).PriorityClass("low").SimulatedDurationMs(30'000).Build())
+          .id();
+  RunUntil(t, start + 60 * kSecond);
+  const v1::Job job = MustGet(s, owed);
+  INFO(job.status().reason());
+  CHECK(job.status().state() == v1::RUNNING);
+}
+
+TEST_CASE("scenario findings: a reclaim may use a reserved node it leaves before the start") {
+  // Queue "a" is owed one GPU. Its head needs both GPUs: one is borrowed by queue "b" (no time
+  // limit), the other is queue "c"'s guarantee, so the head reserves the node, from a day away.
+  // The 1-GPU job behind it ends within 60 s, long before that: like a backfill candidate, it
+  // may use the reserved node, here to reclaim "b"'s GPU (seed 359).
+  Options options;
+  options.preemption.min_runtime = std::chrono::seconds(0);
+  options.preemption.cooldown = std::chrono::seconds(1);
+  auto t = OpenCluster(OneNode(2), options);
+  Scheduler* s = t.scheduler.get();
+  for (const char* name : {"a", "c"}) {
+    v1::QueueSpec q = QueueSpec(name);
+    q.mutable_guarantee()->set_gpu_milli(1000);
+    CreateQueue(s, q);
+  }
+  CreateQueue(s, QueueSpec("b"));
+  const int64_t start = t.clock->NowUs();
+  const uint64_t borrower =
+      MustSubmit(
+          s, JobSpecBuilder("b").Gpus(1).PriorityClass("low").SimulatedDurationMs(600'000).Build())
+          .id();
+  MustSubmit(s,
+             JobSpecBuilder("c").Gpus(1).PriorityClass("low").SimulatedDurationMs(600'000).Build());
+  RunUntil(t, start + 5 * kSecond);
+  const uint64_t head =
+      MustSubmit(s, JobSpecBuilder("a").Gpus(2).SimulatedDurationMs(60'000).Build()).id();
+  RunUntil(t, start + 10 * kSecond);
+  REQUIRE(MustGet(s, head).status().state() == v1::PENDING);
+  const uint64_t behind = MustSubmit(s, JobSpecBuilder("a")
+                                            .Gpus(1)
+                                            .PriorityClass("low")
+                                            .TimeLimitSeconds(60)
+                                            .SimulatedDurationMs(30'000)
+                                            .Build())
+                              .id();
+  RunUntil(t, start + 20 * kSecond);
+  const v1::Job job = MustGet(s, behind);
+  INFO(job.status().reason());
+  INFO(MustGet(s, head).status().reason());
+  CHECK(job.status().state() == v1::RUNNING);
+  CHECK(MustGet(s, borrower).status().preemptions() == 1);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -205,17 +205,20 @@ class Engine final : public ExecutorEvents {
 
   void Decide(QueueId leaf, JobRecord& job);
   enum class PlaceAttempt { kPlaced, kOverQuota, kDoesNotFit };
-  // Places `job` if quotas and capacity allow. On failure, Decide blocks the queue and may
-  // reserve; holders and backfill candidates just stay pending.
-  PlaceAttempt TryPlace(QueueId leaf, JobRecord& job, bool on_failure_block_and_reserve);
+  // Places `job` if quotas and capacity allow, asking the make-room steps that serve `attempt`.
+  // On failure, the decision for a queue's head blocks the queue and may reserve; other
+  // attempts just leave the job pending.
+  PlaceAttempt TryPlace(QueueId leaf, JobRecord& job, MakeRoomAttempt attempt);
   void PlaceReservationHolders();
   void Backfill();
   // Whether backfill may try `job` (pending, not first in its queue): not in a strict queue
   // without a time limit, and not holding a reservation.
   bool BackfillMayTry(QueueId leaf, const JobRecord& job) const;
   // Tries `job` as a backfill candidate, unless `failed` shows it cannot fit; a failure for
-  // want of room is added to `failed`. True when placed.
-  bool TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed);
+  // want of room is added to `failed`. True when placed. `reclaim_left` is per queue: while
+  // set, the first candidate behind a blocked head of a queue owed its guarantee may also
+  // reclaim it (MakeRoomAttempt::kBehindHeadReclaim), which clears it.
+  bool TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed, bool& reclaim_left);
   // Tasks that must start together for `job` to make progress: its gang minimum at first.
   static int MinTasksToPlace(const JobRecord& job) {
     return job.PlacedTasks() == 0 ? job.gang_min : 1;
@@ -238,8 +241,9 @@ class Engine final : public ExecutorEvents {
   };
   // Places `job` (between `min_tasks` and `allowed` tasks); where it does not fit, asks the
   // make-room steps in order until it is placed or a step takes charge. Steps that serve only
-  // a queue's head run only when `queue_head`.
-  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed, bool queue_head);
+  // some attempts run only for those (MakeRoomReach).
+  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed,
+                                      MakeRoomAttempt attempt);
 
   // engine_reservations.cc
   // Reserves nodes for the pass's reservation candidate, which did not fit, if a slot is free
@@ -261,8 +265,9 @@ class Engine final : public ExecutorEvents {
   // engine_preemption.cc
   // Stops cheaper work so that `job`, which does not fit, can run: elastic jobs shrink first,
   // then lower-priority jobs (or, for a queue below its guarantee, jobs of queues that
-  // borrowed) are preempted. Returns true when a plan is under way.
-  bool TryPreempt(JobRecord& job);
+  // borrowed) are preempted. With `reclaim_only`, only a reclaim of the guarantee of the job's
+  // queue (or one above it) may make room. Returns true when a plan is under way.
+  bool TryPreempt(JobRecord& job, bool reclaim_only = false);
   // Sets `job` aside until its victims have stopped: it leaves its queue's pending order, and
   // on each of `nodes` the capacity in `held` (same order; what its victims free there) is
   // reserved for it. Once the victims are gone it is placed before any queue is served; if
@@ -364,6 +369,9 @@ class Engine final : public ExecutorEvents {
   std::map<int32_t, EarliestTime> preemptible_running_;
   uint64_t reservation_candidate_ = 0;  // first job of this pass that did not fit.
   TimestampUs preemption_retry_at_ = 0;
+  // A preemption or drain found no plan while a victim it could take was still starting: the
+  // next preemptible job to reach RUNNING asks for another look.
+  bool preemption_retry_on_start_ = false;
   // Per queue: what jobs waiting for their victims will take once they are gone.
   std::unordered_map<QueueId, ResourceVector> incoming_;
   bool paused_ = false;

@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 
 #include <cstdio>
+#include <unordered_set>
 
 #include "engine/failed_shapes.h"
 #include "engine/quota_charge.h"
@@ -63,7 +64,7 @@ void Engine::PlaceReservationHolders() {
     JobRecord* job = FindJob(id);
     // Pending, or set aside while its victims stop.
     if (!job || (!job->in_pending && !job->awaiting_victims)) continue;
-    TryPlace(job->queue, *job, /*on_failure_block_and_reserve=*/false);
+    TryPlace(job->queue, *job, MakeRoomAttempt::kOther);
   }
 }
 
@@ -75,6 +76,7 @@ void Engine::Backfill() {
   FailedShapes failed;
   for (QueueId leaf : queues_.LeavesWithPending()) {
     int misses = 0;
+    bool reclaim_left = true;
     for (const PendingKey& key : queues_.PendingJobs(leaf, kBackfillDepthPerQueue)) {
       if (tried >= kBackfillAttemptsPerPass) return;
       if (misses >= kBackfillMissesPerQueue) break;
@@ -87,7 +89,7 @@ void Engine::Backfill() {
         continue;
       }
       ++tried;
-      if (TryBackfill(leaf, job, failed)) {
+      if (TryBackfill(leaf, job, failed, reclaim_left)) {
         misses = 0;
       } else {
         ++misses;
@@ -96,13 +98,23 @@ void Engine::Backfill() {
   }
 }
 
-bool Engine::TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed) {
+bool Engine::TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed, bool& reclaim_left) {
   const int min_tasks = MinTasksToPlace(job);
-  if (failed.Covers(job, min_tasks)) {
+  // The queue's head was decided and no make-room step could serve it (it needs a failed GPU, a
+  // drained node): if the queue is owed its guarantee, the first job behind it may reclaim it,
+  // or the queue would wait for its guarantee as long as its head cannot run. Twins that failed
+  // elsewhere failed without reclaim, so they do not excuse this attempt.
+  const std::optional<PendingKey> head = queues_.Head(leaf);
+  const bool may_reclaim = reclaim_left && options_.preemption.enabled &&
+                           options_.preemption.reclaim && queues_.IsBlocked(leaf) && head &&
+                           head->job_id != job.id;
+  if (!may_reclaim && failed.Covers(job, min_tasks)) {
     PublishWaitingReason(job, kTwinDoesNotFit);
     return false;
   }
-  const PlaceAttempt attempt = TryPlace(leaf, job, /*on_failure_block_and_reserve=*/false);
+  if (may_reclaim) reclaim_left = false;
+  const PlaceAttempt attempt = TryPlace(
+      leaf, job, may_reclaim ? MakeRoomAttempt::kBehindHeadReclaim : MakeRoomAttempt::kOther);
   if (attempt == PlaceAttempt::kDoesNotFit) failed.Add(job, min_tasks);
   return attempt == PlaceAttempt::kPlaced;
 }
@@ -116,22 +128,26 @@ void Engine::BackfillArrivals() {
   std::vector<uint64_t> arrivals;
   arrivals.swap(arrived_behind_blocked_);
   FailedShapes failed;
+  std::unordered_set<QueueId> reclaim_tried;  // queues whose reclaim attempt was used.
   for (uint64_t id : arrivals) {
     JobRecord* job = FindJob(id);
     // Placed, cancelled or first in line since (the head is the decision loop's).
     if (!job || !job->in_pending || !queues_.IsBlocked(job->queue)) continue;
     const std::optional<PendingKey> head = queues_.Head(job->queue);
     if (head && head->job_id == id) continue;
-    if (BackfillMayTry(job->queue, *job)) TryBackfill(job->queue, *job, failed);
+    if (!BackfillMayTry(job->queue, *job)) continue;
+    bool reclaim_left = !reclaim_tried.count(job->queue);
+    TryBackfill(job->queue, *job, failed, reclaim_left);
+    if (!reclaim_left) reclaim_tried.insert(job->queue);
   }
 }
 
 void Engine::Decide(QueueId leaf, JobRecord& job) {
-  TryPlace(leaf, job, /*on_failure_block_and_reserve=*/true);
+  TryPlace(leaf, job, MakeRoomAttempt::kQueueHead);
 }
 
-Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
-                                      bool on_failure_block_and_reserve) {
+Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAttempt attempt) {
+  const bool on_failure_block_and_reserve = attempt == MakeRoomAttempt::kQueueHead;
   const int min_tasks = MinTasksToPlace(job);
   const int max_tasks = job.wanted_tasks - job.PlacedTasks();
   const ResourceVector per_task = job.shape.RequestVector();
@@ -155,9 +171,9 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job,
                             : std::nullopt;
   reservation_filter_->SetPlacing(job.id, ends_by);
   // Where it does not fit, the make-room steps try in order (engine_make_room.cc); the queue's
-  // head gets every step, other attempts only those that stop nobody.
-  PlacementAfterSteps placement =
-      PlaceMakingRoom(job, min_tasks, allowed, /*queue_head=*/on_failure_block_and_reserve);
+  // head gets every step, other attempts only those that stop nobody (and reclaim, behind a
+  // head no step could serve).
+  PlacementAfterSteps placement = PlaceMakingRoom(job, min_tasks, allowed, attempt);
   // A job that preempts (or drains) waits aside, with the freed room held for it; the next job
   // of its queue may then try, so the queue is not blocked.
   if (placement.room_coming) return PlaceAttempt::kDoesNotFit;

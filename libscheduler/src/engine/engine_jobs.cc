@@ -338,6 +338,12 @@ void Engine::OnTaskStarted(const TaskRef& ref) {
   }
   SetState(*job, v1::RUNNING);
   Persist(*job, MakeEvent(*job, v1::STARTING, "all tasks started"));
+  // A preemption (or drain) that found its victim still starting looks again now it runs.
+  if (job->preemptible && preemption_retry_on_start_) {
+    preemption_retry_on_start_ = false;
+    capacity_freed_ = true;
+    host_.RequestDecisions();
+  }
 }
 
 void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {

@@ -2,7 +2,8 @@
 // engine's door to one way of making room; the order is the engine's policy:
 //
 //   1. repartition-mig: re-shape idle instances of managed MIG GPUs (every attempt);
-//   2. preempt: shrink elastic jobs, stop lower-priority work or reclaim a guarantee;
+//   2. preempt: shrink elastic jobs, stop lower-priority work or reclaim a guarantee (for the
+//      job behind a head that no step could serve, in a queue owed its guarantee, reclaim only);
 //   3. drain-mig: stop the work on instances a new MIG layout would replace;
 //   4. reserve: name the job the pass's reservation candidate (planned at the end of the pass).
 //
@@ -20,7 +21,7 @@ class Engine::RepartitionMigStep final : public MakeRoomStep {
   explicit RepartitionMigStep(Engine& engine) : engine_(engine) {}
   std::string_view name() const override { return "repartition-mig"; }
   MakeRoomReach reach() const override { return MakeRoomReach::kEveryAttempt; }
-  MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks) override {
+  MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks, MakeRoomAttempt) override {
     if (engine_.managed_mig_gpus_ == 0 || !job.shape.fractional_gpu()) {
       return MakeRoomOutcome::kNoRoom;
     }
@@ -36,9 +37,11 @@ class Engine::PreemptStep final : public MakeRoomStep {
  public:
   explicit PreemptStep(Engine& engine) : engine_(engine) {}
   std::string_view name() const override { return "preempt"; }
-  MakeRoomReach reach() const override { return MakeRoomReach::kQueueHead; }
-  MakeRoomOutcome MakeRoom(JobRecord& job, int /*min_tasks*/) override {
-    return engine_.TryPreempt(job) ? MakeRoomOutcome::kRoomComing : MakeRoomOutcome::kNoRoom;
+  MakeRoomReach reach() const override { return MakeRoomReach::kQueueHeadOrReclaim; }
+  MakeRoomOutcome MakeRoom(JobRecord& job, int /*min_tasks*/, MakeRoomAttempt attempt) override {
+    const bool reclaim_only = attempt == MakeRoomAttempt::kBehindHeadReclaim;
+    return engine_.TryPreempt(job, reclaim_only) ? MakeRoomOutcome::kRoomComing
+                                                 : MakeRoomOutcome::kNoRoom;
   }
 
  private:
@@ -50,7 +53,7 @@ class Engine::DrainMigStep final : public MakeRoomStep {
   explicit DrainMigStep(Engine& engine) : engine_(engine) {}
   std::string_view name() const override { return "drain-mig"; }
   MakeRoomReach reach() const override { return MakeRoomReach::kQueueHead; }
-  MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks) override {
+  MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks, MakeRoomAttempt) override {
     if (engine_.managed_mig_gpus_ == 0 || !job.shape.fractional_gpu()) {
       return MakeRoomOutcome::kNoRoom;
     }
@@ -70,7 +73,7 @@ class Engine::ReserveStep final : public MakeRoomStep {
   explicit ReserveStep(Engine& engine) : engine_(engine) {}
   std::string_view name() const override { return "reserve"; }
   MakeRoomReach reach() const override { return MakeRoomReach::kQueueHead; }
-  MakeRoomOutcome MakeRoom(JobRecord& job, int /*min_tasks*/) override {
+  MakeRoomOutcome MakeRoom(JobRecord& job, int /*min_tasks*/, MakeRoomAttempt) override {
     if (engine_.options_.engine.max_reservations > 0 && engine_.reservation_candidate_ == 0) {
       engine_.reservation_candidate_ = job.id;
     }
@@ -91,13 +94,13 @@ std::vector<std::unique_ptr<MakeRoomStep>> Engine::DefaultMakeRoomSteps() {
 }
 
 Engine::PlacementAfterSteps Engine::PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed,
-                                                    bool queue_head) {
+                                                    MakeRoomAttempt attempt) {
   PlacementAfterSteps out;
   out.result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
   for (const std::unique_ptr<MakeRoomStep>& step : make_room_steps_) {
     if (out.result.placed()) break;
-    if (step->reach() == MakeRoomReach::kQueueHead && !queue_head) continue;
-    const MakeRoomOutcome outcome = step->MakeRoom(job, min_tasks);
+    if (!Serves(step->reach(), attempt)) continue;
+    const MakeRoomOutcome outcome = step->MakeRoom(job, min_tasks, attempt);
     if (outcome == MakeRoomOutcome::kPlaceAgain) {
       out.result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
     } else if (outcome == MakeRoomOutcome::kRoomComing) {

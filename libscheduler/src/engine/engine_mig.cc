@@ -31,7 +31,8 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
   if (!options_.preemption.enabled) return false;
   const TimestampUs now = clock_.NowUs();
 
-  TimestampUs retry_at = 0;  // when a guard that refused a holder will allow it.
+  TimestampUs retry_at = 0;      // when a guard that refused a holder will allow it.
+  bool victim_starting = false;  // a holder was refused only because it has not started yet.
   // Who may be drained is the victim rule's call, as for preemption; a drain reclaims no
   // guarantee, so it has no claimant.
   const Preemptor preemptor{job.id, job.queue, job.key.priority, std::nullopt};
@@ -55,6 +56,8 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
       const VictimVerdict verdict = victim_eligibility_.Judge(preemptor, VictimFactsOf(v), now);
       if (verdict.MayStopNow(VictimVerdict::Extent::kWhole)) {
         h.cost = LostGpuUs(v, now);
+      } else if (verdict.extent == VictimVerdict::Extent::kWhole && verdict.once_running) {
+        victim_starting = true;
       } else if (verdict.extent == VictimVerdict::Extent::kWhole) {
         if (retry_at == 0 || verdict.allowed_at < retry_at) retry_at = verdict.allowed_at;
       }
@@ -67,6 +70,7 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
   // A guard said "not yet": look again when it allows, even if nothing else happens.
   if (!best) {
     if (retry_at > now) ArmPreemptionRetry(retry_at);
+    if (victim_starting) preemption_retry_on_start_ = true;
     return false;
   }
   const int whole = static_cast<int>(best->victims.size());

@@ -57,6 +57,7 @@ VictimFacts Engine::VictimFactsOf(const JobRecord& job) {
   facts.queue = job.queue;
   facts.priority = job.key.priority;
   facts.running = job.state == v1::RUNNING;
+  facts.starting = job.state == v1::ADMITTED || job.state == v1::STARTING;
   facts.stopping = job.preempting;
   facts.preemptible = job.preemptible;
   facts.elastic = job.elastic;
@@ -68,7 +69,7 @@ VictimFacts Engine::VictimFactsOf(const JobRecord& job) {
   return facts;
 }
 
-bool Engine::TryPreempt(JobRecord& job) {
+bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
   if (!options_.preemption.enabled || job.awaiting_victims || job.infeasible) return false;
   const TimestampUs now = clock_.NowUs();
   if (now < job.no_preemption_before_us) {
@@ -92,6 +93,7 @@ bool Engine::TryPreempt(JobRecord& job) {
     });
   }
   const bool reclaim = claimant.has_value();
+  if (reclaim_only && !reclaim) return false;
   // Before searching nodes: is there any lower-priority job old enough to be a victim? If
   // not, and no reclaim is due and nothing can shrink, there is nothing to find until the
   // oldest of them passes the minimum runtime.
@@ -123,14 +125,19 @@ bool Engine::TryPreempt(JobRecord& job) {
   std::unordered_map<uint64_t, std::vector<Victim>> victims;
   // The planner looks at a bounded number of nodes; room for their jobs avoids rehashing.
   victims.reserve(preemption_planner_.CandidateBudget(cluster_.size()) * 8);
-  TimestampUs retry_at = 0;  // when a guard that refused a victim will allow it.
-  const Preemptor preemptor{job.id, job.queue, job.key.priority, claimant};
+  TimestampUs retry_at = 0;      // when a guard that refused a victim will allow it.
+  bool victim_starting = false;  // a victim was refused only because it has not started yet.
+  const Preemptor preemptor{job.id, job.queue, job.key.priority, claimant, reclaim_only};
   auto victims_of = [&](uint64_t id) -> const std::vector<Victim>& {
     auto [it, inserted] = victims.try_emplace(id);
     if (!inserted) return it->second;
     const JobRecord& v = jobs_.at(id);
     const VictimVerdict verdict = victim_eligibility_.Judge(preemptor, VictimFactsOf(v), now);
     if (verdict.extent == VictimVerdict::Extent::kNone) return it->second;
+    if (verdict.once_running) {
+      victim_starting = true;
+      return it->second;
+    }
     if (!verdict.allowed_now) {
       if (retry_at == 0 || verdict.allowed_at < retry_at) retry_at = verdict.allowed_at;
       return it->second;
@@ -176,11 +183,14 @@ bool Engine::TryPreempt(JobRecord& job) {
     return out;
   };
   // A node held whole for a job this one could preempt (or reclaim from) is no shelter: the
-  // holder would be a victim itself were it running.
+  // holder would be a victim itself were it running. Nor is it for a job whose time limit ends
+  // before the reservation starts, as for backfill (ReservationFilter).
+  const std::optional<TimestampUs> ends_by =
+      job.time_limit_us > 0 ? std::optional<TimestampUs>(now + job.time_limit_us) : std::nullopt;
   auto usable = [&](const NodeState& n) {
     if (!n.Schedulable()) return false;
     for (const Reservation* r : reservations_.On(n.id())) {
-      if (r->whole_nodes() && r->job != job.id &&
+      if (r->whole_nodes() && r->job != job.id && !(ends_by && *ends_by <= r->start_us) &&
           !ReservationYields(jobs_.at(r->job), job, claimant)) {
         return false;
       }
@@ -207,6 +217,8 @@ bool Engine::TryPreempt(JobRecord& job) {
       job.no_preemption_before_us = retry_at;
       ArmPreemptionRetry(retry_at);
     }
+    // A victim still starting may be stopped once it runs: look again then.
+    if (victim_starting) preemption_retry_on_start_ = true;
     return false;
   }
   preemption_guard_.Record(now, whole);
@@ -219,8 +231,8 @@ bool Engine::TryPreempt(JobRecord& job) {
   // its guarantee, or (shrinks of an equal priority) tasks above its elastic minimum.
   auto why = [&](const JobRecord& victim) {
     return "to make room for job " + std::to_string(job.id) +
-           (victim.key.priority < job.key.priority ? " (higher priority)"
-            : reclaim                              ? " (queue below its guarantee)"
+           (victim.key.priority < job.key.priority && !reclaim_only ? " (higher priority)"
+            : reclaim                                               ? " (queue below its guarantee)"
                       : " (equal priority; tasks above the elastic minimum give way)");
   };
   std::unordered_map<uint64_t, std::vector<const Victim*>> shrinks;
@@ -282,7 +294,8 @@ void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
   const int min_tasks = MinTasksToPlace(job);
   RemovePending(job);
   job.awaiting_victims = true;
-  incoming_[job.queue] += job.shape.RequestVector() * min_tasks;
+  job.awaited = job.shape.RequestVector() * min_tasks;
+  incoming_[job.queue] += job.awaited;
   reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held), job.shape});
   job.reserved_start_us = now + grace_us;
   job.reason = std::move(reason);
@@ -300,9 +313,10 @@ void Engine::FinishWaitingForVictims(JobRecord& job) {
   job.awaiting_victims = false;
   auto it = incoming_.find(job.queue);
   if (it != incoming_.end()) {
-    it->second -= job.shape.RequestVector() * MinTasksToPlace(job);
-    if (it->second.IsZero() || it->second.AnyNegative()) incoming_.erase(it);
+    it->second -= job.awaited;
+    if (it->second.IsZero()) incoming_.erase(it);
   }
+  job.awaited = ResourceVector();
 }
 
 void Engine::ArmPreemptionRetry(TimestampUs at) {

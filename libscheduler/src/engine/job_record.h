@@ -75,6 +75,9 @@ struct JobRecord {
   bool failing = false;           // a task failed; the rest are being stopped.
   bool preempting = false;        // being stopped to make room; requeued when its tasks are gone.
   bool awaiting_victims = false;  // this job preempted others and waits for their tasks to go.
+  // While awaiting_victims: what it counts in Engine::incoming_ for its queue, taken back
+  // exactly when it stops waiting (its minimum to place changes once it has placed tasks).
+  ResourceVector awaited;
   // `reason` was published to the host (Engine::PublishWaitingReason), not stored.
   bool reason_published = false;
   int32_t preemptions = 0;

@@ -34,14 +34,41 @@ enum class MakeRoomOutcome {
   kRoomComing,
 };
 
+// Which placement attempt asks for room.
+enum class MakeRoomAttempt {
+  // The decision for a queue's head, the job most deserving room.
+  kQueueHead,
+  // The first job behind a head that no step could serve (it needs a GPU that has failed, a
+  // node that is drained), in a queue owed its guarantee: the guarantee is the queue's, not the
+  // head's, so reclaim may make room for this job, and only reclaim.
+  kBehindHeadReclaim,
+  // Any other attempt: backfill candidates, reservation holders.
+  kOther,
+};
+
 // Which placement attempts a step serves.
 enum class MakeRoomReach {
-  // Every attempt: the decision for a queue's head, backfill candidates, reservation holders.
-  // Such a step must be cheap and may only answer kNoRoom or kPlaceAgain.
+  // Every attempt. Such a step must be cheap and may only answer kNoRoom or kPlaceAgain.
   kEveryAttempt,
-  // Only the decision for a queue's head, the job most deserving room.
+  // Only the decision for a queue's head.
   kQueueHead,
+  // The decision for a queue's head, and the reclaim-only attempt behind a head (kBehindHead-
+  // Reclaim).
+  kQueueHeadOrReclaim,
 };
+
+// Whether a step of `reach` is asked on `attempt`.
+inline bool Serves(MakeRoomReach reach, MakeRoomAttempt attempt) {
+  switch (reach) {
+    case MakeRoomReach::kEveryAttempt:
+      return true;
+    case MakeRoomReach::kQueueHead:
+      return attempt == MakeRoomAttempt::kQueueHead;
+    case MakeRoomReach::kQueueHeadOrReclaim:
+      return attempt != MakeRoomAttempt::kOther;
+  }
+  return false;
+}
 
 class MakeRoomStep {
  public:
@@ -52,8 +79,9 @@ class MakeRoomStep {
   virtual MakeRoomReach reach() const = 0;
 
   // Makes room for `job`, which does not fit, so that at least `min_tasks` of its tasks can
-  // be placed (its gang minimum, or one more task of a started job).
-  virtual MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks) = 0;
+  // be placed (its gang minimum, or one more task of a started job). `attempt` is one the
+  // step's reach serves.
+  virtual MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks, MakeRoomAttempt attempt) = 0;
 };
 
 }  // namespace tessera

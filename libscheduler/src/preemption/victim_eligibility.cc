@@ -5,23 +5,29 @@ namespace tessera {
 VictimVerdict VictimEligibility::Judge(const Preemptor& preemptor, const VictimFacts& victim,
                                        TimestampUs now_us) const {
   VictimVerdict verdict;
-  if (victim.job == preemptor.job || !victim.running || victim.stopping || !victim.preemptible) {
+  if (victim.job == preemptor.job || !(victim.running || victim.starting) || victim.stopping ||
+      !victim.preemptible) {
     return verdict;
   }
+  const bool by_reclaim =
+      preemptor.claimant &&
+      queues_.MayReclaimFrom(victim.queue, *preemptor.claimant, *victim.allocated);
   if (victim.elastic && victim.live_tasks > victim.gang_min &&
-      victim.priority <= preemptor.priority) {
+      victim.priority <= preemptor.priority && (!preemptor.reclaim_only || by_reclaim)) {
     verdict.extent = VictimVerdict::Extent::kShrink;
   } else {
     const bool by_priority =
-        victim.priority < preemptor.priority &&
+        !preemptor.reclaim_only && victim.priority < preemptor.priority &&
         (victim.queue == preemptor.queue ||
          queues_.MayReclaimFrom(victim.queue, preemptor.queue, *victim.allocated));
-    const bool by_reclaim =
-        preemptor.claimant &&
-        queues_.MayReclaimFrom(victim.queue, *preemptor.claimant, *victim.allocated);
     if (!by_priority && !by_reclaim) return verdict;
     verdict.extent = VictimVerdict::Extent::kWhole;
     verdict.by_priority = by_priority;
+  }
+  // A job is stopped only once it runs: a task being launched cannot be stopped cleanly.
+  if (victim.starting) {
+    verdict.once_running = true;
+    return verdict;
   }
   // A shrink stops tasks like a preemption does: the same guards protect them.
   verdict.allowed_now = guard_.MayPreempt(now_us, victim.started_us, victim.preempted_us);

@@ -36,6 +36,7 @@ struct VictimFacts {
   QueueId queue = 0;
   int32_t priority = 0;
   bool running = false;   // in the RUNNING state.
+  bool starting = false;  // placed, not yet RUNNING (ADMITTED or STARTING).
   bool stopping = false;  // already being preempted.
   bool preemptible = false;
   bool elastic = false;
@@ -53,6 +54,9 @@ struct Preemptor {
   int32_t priority = 0;
   // The queue whose guarantee is being reclaimed (QueueTree::ReclaimingQueue), if any.
   std::optional<QueueId> claimant;
+  // Only the reclaim may make room: no victim gives way for priority alone (the preemptor is
+  // not its queue's head; see MakeRoomAttempt::kBehindHeadReclaim).
+  bool reclaim_only = false;
 };
 
 struct VictimVerdict {
@@ -65,6 +69,9 @@ struct VictimVerdict {
   // For kShrink and kWhole: whether the guards allow it now, and if not, when they will.
   bool allowed_now = false;
   TimestampUs allowed_at = 0;
+  // For kShrink and kWhole: not allowed now because it is still starting; once RUNNING, the
+  // guards decide (allowed_at is then 0: no clock time says when that is).
+  bool once_running = false;
   // For kWhole: it gives way for its lower priority (else for the claimant's guarantee).
   bool by_priority = false;
 
