@@ -6,8 +6,9 @@
 // instance offers.
 //
 // These tables are written from NVIDIA's figures (backends-reference.md section 1), on purpose
-// independently of the scheduler's MIG profile table: a fake that read the scheduler's own table
-// could not catch a wrong entry in it.
+// independently of the SDK's MIG profile table (tessera/gpu/mig_profiles.h) that the scheduler
+// places with: a fake that read that table could not catch a wrong entry in it.
+// tests/unit/plugins_common/mig_tables_crosscheck_test.cc compares the two through NVML's calls.
 //
 // Where it differs from the real driver (each a guess where no public figure exists):
 //   - H100-80GB reports the A100-80GB memory sizes, the H200-141GB sizes are derived from its
