@@ -3,11 +3,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
-#include <regex>
+
+#include "tessera/gpu/model_names.h"
 
 namespace tessera::local {
 namespace {
@@ -176,22 +176,7 @@ std::unique_ptr<CudaRuntime> OpenCudaRuntime(const std::string& runtime_library,
 
 std::string ModelName(const std::string& cuda_name, int64_t memory_mib, int major, int minor) {
   if (cuda_name.empty()) return "cuda-sm" + std::to_string(major) + std::to_string(minor);
-  // The names the scheduler's MIG tables know: family plus marketed memory.
-  std::smatch size;
-  const bool has_size = std::regex_search(cuda_name, size, std::regex("(\\d+)GB"));
-  const int64_t gib = memory_mib / 1024;
-  if (cuda_name.find("A100") != std::string::npos) {
-    return has_size ? "A100-" + size[1].str() + "GB" : (gib > 48 ? "A100-80GB" : "A100-40GB");
-  }
-  if (cuda_name.find("H100") != std::string::npos) {
-    return has_size ? "H100-" + size[1].str() + "GB" : (gib > 88 ? "H100-94GB" : "H100-80GB");
-  }
-  if (cuda_name.find("H200") != std::string::npos) return "H200-141GB";
-  std::string model = cuda_name.rfind("NVIDIA ", 0) == 0 ? cuda_name.substr(7) : cuda_name;
-  for (char& c : model) {
-    if (std::isspace(static_cast<unsigned char>(c))) c = '-';
-  }
-  return model;
+  return model_names::FromDeviceName(cuda_name, memory_mib);
 }
 
 std::vector<v1::GpuDevice> DiscoverGpus(CudaRuntime& cuda, std::string* note) {

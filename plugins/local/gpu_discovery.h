@@ -45,10 +45,9 @@ std::unique_ptr<CudaRuntime> OpenCudaRuntime(const std::string& runtime_library,
 // no device means an empty list, and *note says why (for an info log).
 std::vector<v1::GpuDevice> DiscoverGpus(CudaRuntime& cuda, std::string* note);
 
-// The scheduler's model name for a CUDA device name: "NVIDIA A100-SXM4-80GB" -> "A100-80GB",
-// "NVIDIA H100 80GB HBM3" -> "H100-80GB", "NVIDIA H200" -> "H200-141GB" (the names MIG tables
-// use); other names lose the "NVIDIA " prefix and spaces become '-'. Empty name =
-// "cuda-sm<major><minor>".
+// The scheduler's model name for a CUDA device name, by the SDK's rules
+// (tessera/gpu/model_names.h: "NVIDIA A100-SXM4-80GB" -> "A100-80GB", the names the MIG tables
+// use). Empty name = "cuda-sm<major><minor>".
 std::string ModelName(const std::string& cuda_name, int64_t memory_mib, int major, int minor);
 
 }  // namespace tessera::local

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build tree into a scratch prefix that is not on the loader path (like the README's
-# /opt/tessera), builds tests/consumer against it with find_package(Tessera), and runs it twice:
-# on the built-in simulation, and through the installed sim plugin isolated in the installed
+# /opt/tessera), builds tests/consumer against it with find_package(Tessera), checks that the
+# SDK's GPU tables answer from the prefix (sdk_tables), and runs the consumer twice: on the
+# built-in simulation, and through the installed sim plugin isolated in the installed
 # tessera-plugin-host. No LD_LIBRARY_PATH: the installed binaries and plugins find their
 # libraries through their RUNPATH alone. Then it builds the worked examples of docs/embedding.md
 # (each ```cpp block after an "<!-- example: NAME.cc -->" line) and runs them: the portal on a
@@ -36,6 +37,7 @@ cmake -S "$source_dir/tests/consumer" -B "$scratch/build" -G Ninja \
   -DTESSERA_DOC_EXAMPLES_DIR="$examples" >/dev/null
 cmake --build "$scratch/build" >/dev/null
 unset LD_LIBRARY_PATH
+"$scratch/build/sdk_tables"
 "$scratch/build/consumer"
 plugin=$(find "$prefix" -name libtessera_plugin_sim.so | head -n 1)
 "$scratch/build/consumer" "$plugin"

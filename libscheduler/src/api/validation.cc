@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "api/options_validation.h"
-#include "model/mig_profiles.h"
 #include "model/queue_path.h"
 #include "model/resource_vector.h"
-#include "model/vgpu_types.h"
+#include "tessera/gpu/mig_profiles.h"
+#include "tessera/gpu/vgpu_types.h"
 
 namespace tessera {
 namespace {

@@ -1,6 +1,7 @@
 #include "model/cluster.h"
 
-#include "model/vgpu_types.h"
+#include "model/vgpu_family.h"
+#include "tessera/gpu/vgpu_types.h"
 
 namespace tessera {
 

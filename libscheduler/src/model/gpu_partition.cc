@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "model/vgpu_types.h"
+#include "tessera/gpu/vgpu_types.h"
 
 namespace tessera {
 

@@ -4,7 +4,7 @@
 #include <tuple>
 
 #include "common/check.h"
-#include "model/vgpu_types.h"
+#include "tessera/gpu/vgpu_types.h"
 
 namespace tessera {
 namespace {

@@ -18,8 +18,8 @@
 #include <optional>
 #include <string>
 
-#include "model/mig_profiles.h"
 #include "model/task_shape.h"
+#include "tessera/gpu/mig_profiles.h"
 
 namespace tessera {
 

@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "model/mig_profiles.h"
-#include "model/vgpu_types.h"
+#include "tessera/gpu/mig_profiles.h"
+#include "tessera/gpu/vgpu_types.h"
 
 namespace tessera {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "model/mig_profiles.h"
+#include "tessera/gpu/mig_profiles.h"
 
 namespace tessera {
 namespace {

@@ -1,7 +1,7 @@
 // MIG layout planning: how to re-partition one GPU in MIG mode so that pending tasks waiting
 // for particular GPU-instance profiles find free instances of those profiles.
 //
-// A MIG GPU is carved into GPU instances (model/mig_profiles.h). Tasks run on instances; an
+// A MIG GPU is carved into GPU instances (tessera/gpu/mig_profiles.h). Tasks run on instances; an
 // instance a task holds is busy, the others are free. When pending tasks want profiles the
 // current layout does not offer free, the GPU can be re-partitioned: free instances are
 // destroyed and new ones created, and busy ones may be destroyed too if their task is stopped
@@ -23,7 +23,7 @@
 #include <span>
 #include <vector>
 
-#include "model/mig_profiles.h"
+#include "tessera/gpu/mig_profiles.h"
 
 namespace tessera {
 

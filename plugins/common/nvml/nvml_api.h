@@ -1,7 +1,7 @@
 // The subset of NVML (NVIDIA Management Library, libnvidia-ml.so.1) that Tessera's backends use,
 // declared here because Debian ships no nvml.h. Names, enum values and struct layouts are NVML's
 // own (docs.nvidia.com/deploy/nvml-api, and ../shared/design/backends-reference.md section 1), so
-// the same declarations serve the real driver and the fake in testing/fake_nvml.cc.
+// the same declarations serve the real driver and the fake in testing/.
 //
 // Nothing links against these functions: backends load the library at run time
 // (nvml_library.h), since a node without an NVIDIA driver is an ordinary CPU node. The

@@ -6,63 +6,18 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "nvml/nvml_library.h"
-#include "unit/plugins_sim_local/plugin_paths.h"
+#include "unit/plugins_common/fake_nvml_fixture.h"
 
 namespace tessera::nvml {
 namespace {
 
-std::string FakePath() {
-  return (testing::BuildPluginsDir() / "testing" / "nvml" / "libnvidia-ml.so.1").string();
-}
-
-// A state file for the fake, named by TESSERA_FAKE_NVML_STATE while the object lives.
-class FakeGpus {
- public:
-  explicit FakeGpus(const std::string& json) {
-    char name[] = "/tmp/tessera-fake-nvml-XXXXXX";
-    const int fd = ::mkstemp(name);
-    REQUIRE(fd >= 0);
-    ::close(fd);
-    path_ = name;
-    Write(json);
-    ::setenv("TESSERA_FAKE_NVML_STATE", path_.c_str(), 1);
-  }
-  ~FakeGpus() {
-    ::unsetenv("TESSERA_FAKE_NVML_STATE");
-    ::unlink(path_.c_str());
-  }
-  void Write(const std::string& json) const {
-    std::ofstream out(path_, std::ios::trunc);
-    out << json;
-  }
-  std::string Read() const {
-    std::ifstream in(path_);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
- private:
-  std::string path_;
-};
-
-std::unique_ptr<NvmlLibrary> LoadFake() {
-  std::string error;
-  auto lib = NvmlLibrary::Load(FakePath(), &error);
-  REQUIRE_MESSAGE(lib != nullptr, error);
-  return lib;
-}
-
-nvmlDevice_t Gpu(NvmlLibrary& lib, unsigned index) {
-  nvmlDevice_t device = nullptr;
-  REQUIRE(lib.DeviceGetHandleByIndex(index, &device) == NVML_SUCCESS);
-  return device;
-}
+using fake::FakeGpus;
+using fake::FakePath;
+using fake::Gpu;
+using fake::LoadFake;
 
 nvmlGpuInstanceProfileInfo_t Profile(NvmlLibrary& lib, nvmlDevice_t gpu, unsigned profile) {
   nvmlGpuInstanceProfileInfo_t info{};

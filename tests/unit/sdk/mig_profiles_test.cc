@@ -1,10 +1,10 @@
-// MIG profiles (mig_profiles.h): the per-model names and sizes, the accounting of an instance,
-// and each reason LayoutError gives for a layout NVIDIA would refuse.
+// MIG profiles (the SDK's tessera/gpu/mig_profiles.h): the per-model names and sizes, the
+// accounting of an instance, and each reason LayoutError gives for a layout NVIDIA would refuse.
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "model/mig_profiles.h"
+#include "tessera/gpu/mig_profiles.h"
 
 namespace tessera::mig {
 namespace {
