@@ -104,10 +104,12 @@ bool Engine::TryBackfill(QueueId leaf, JobRecord& job, FailedShapes& failed, boo
   // drained node): if the queue is owed its guarantee, the first job behind it may reclaim it,
   // or the queue would wait for its guarantee as long as its head cannot run. Twins that failed
   // elsewhere failed without reclaim, so they do not excuse this attempt.
-  const std::optional<PendingKey> head = queues_.Head(leaf);
-  const bool may_reclaim = reclaim_left && options_.preemption.enabled &&
-                           options_.preemption.reclaim && queues_.IsBlocked(leaf) && head &&
-                           head->job_id != job.id;
+  bool may_reclaim = reclaim_left && options_.preemption.enabled && options_.preemption.reclaim &&
+                     queues_.IsBlocked(leaf);
+  if (may_reclaim) {
+    const std::optional<PendingKey> head = queues_.Head(leaf);
+    may_reclaim = head && head->job_id != job.id;
+  }
   if (!may_reclaim && failed.Covers(job, min_tasks)) {
     PublishWaitingReason(job, kTwinDoesNotFit);
     return false;
@@ -166,10 +168,7 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   if (allowed < min_tasks) return over_quota(queues_.CheckQuota(leaf, per_task * min_tasks));
 
   // Nodes reserved for another job are open to this one only if it ends before they are needed.
-  const std::optional<TimestampUs> ends_by =
-      job.time_limit_us > 0 ? std::optional<TimestampUs>(clock_.NowUs() + job.time_limit_us)
-                            : std::nullopt;
-  reservation_filter_->SetPlacing(job.id, ends_by);
+  reservation_filter_->SetPlacing(job.id, job.EndsByIfStartedAt(clock_.NowUs()));
   // Where it does not fit, the make-room steps try in order (engine_make_room.cc); the queue's
   // head gets every step, other attempts only those that stop nobody (and reclaim, behind a
   // head no step could serve).

@@ -185,8 +185,7 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
   // A node held whole for a job this one could preempt (or reclaim from) is no shelter: the
   // holder would be a victim itself were it running. Nor is it for a job whose time limit ends
   // before the reservation starts, as for backfill (ReservationFilter).
-  const std::optional<TimestampUs> ends_by =
-      job.time_limit_us > 0 ? std::optional<TimestampUs>(now + job.time_limit_us) : std::nullopt;
+  const std::optional<TimestampUs> ends_by = job.EndsByIfStartedAt(now);
   auto usable = [&](const NodeState& n) {
     if (!n.Schedulable()) return false;
     for (const Reservation* r : reservations_.On(n.id())) {

@@ -110,6 +110,12 @@ struct JobRecord {
     if (time_limit_us <= 0 || start_time_us == 0) return std::nullopt;
     return start_time_us + time_limit_us;
   }
+  // When the job would have ended at the latest, started at `now`, if it has a time limit (a
+  // job placed on nodes reserved for another must end before the reservation starts).
+  std::optional<TimestampUs> EndsByIfStartedAt(TimestampUs now) const {
+    if (time_limit_us <= 0) return std::nullopt;
+    return now + time_limit_us;
+  }
 };
 
 }  // namespace tessera
