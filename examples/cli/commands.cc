@@ -144,6 +144,7 @@ void PrintNodes(const std::vector<v1::Node>& nodes) {
     int failed = 0;
     for (const v1::GpuState& gpu : status.gpus()) failed += gpu.failed() ? 1 : 0;
     if (failed > 0) state += "," + std::to_string(failed) + "-gpu-failed";
+    if (status.reshape_pending()) state += ",Reshaping";
     std::string gpus = std::to_string(node.spec().gpus_size());
     if (node.spec().gpus_size() > 0) gpus += "x" + node.spec().gpus(0).model();
     table.AddRow({node.spec().name(), state, gpus,

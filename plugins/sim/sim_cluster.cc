@@ -93,8 +93,90 @@ v1::SimulatedCluster DefaultCluster() {
   return cluster;
 }
 
-plugin::PluginStatus ParseSimConfig(const std::string& config, std::vector<v1::NodeSpec>* nodes) {
-  if (Blank(config)) return ExpandCluster(DefaultCluster(), nodes);
+namespace {
+
+// The nodes of `group`, <prefix>-<first + i>.
+void ExpandGroup(const v1::SimulatedNodeGroup& group, int first, std::vector<v1::NodeSpec>* nodes) {
+  for (int i = 0; i < group.count(); ++i) {
+    v1::NodeSpec& node = nodes->emplace_back();
+    node.set_name(group.name_prefix() + "-" + std::to_string(first + i));
+    node.set_cpu_milli(group.cpu_milli());
+    node.set_memory_mib(group.memory_mib());
+    *node.mutable_labels() = group.labels();
+    for (int d = 0; d < group.gpus(); ++d) {
+      v1::GpuDevice* gpu = node.add_gpus();
+      gpu->set_index(d);
+      gpu->set_model(group.gpu_model());
+      gpu->set_memory_mib(group.gpu_memory_mib());
+      gpu->set_nvlink_domain(group.gpus_per_nvlink_domain() > 0 ? d / group.gpus_per_nvlink_domain()
+                                                                : 0);
+      gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
+      gpu->set_healthy(true);
+      gpu->set_sharing(group.sharing());
+      gpu->set_replicas(group.replicas());
+      *gpu->mutable_mig_instances() = group.mig_instances();
+      gpu->set_mig_managed(group.mig_managed());
+      gpu->set_vgpu_type(group.vgpu_type());
+    }
+  }
+}
+
+plugin::PluginStatus ExpandChanges(const v1::SimulatedCluster& cluster,
+                                   std::vector<NodeChange>* changes) {
+  for (int c = 0; c < cluster.changes_size(); ++c) {
+    const v1::SimulatedNodeChange& change = cluster.changes(c);
+    const std::string field = "changes[" + std::to_string(c) + "].";
+    if (change.at_ms() < 0) return Invalid(field + "at_ms: must be >= 0");
+    if (change.first_index() < 0) return Invalid(field + "first_index: must be >= 0");
+    NodeChange& out = changes->emplace_back();
+    out.at_ms = change.at_ms();
+    if (change.has_join() && change.join().count() > 0) {
+      plugin::PluginStatus status = ValidateGroup(change.join(), field + "join.");
+      if (!status.ok()) return status;
+      ExpandGroup(change.join(), change.first_index(), &out.join);
+    }
+    for (int l = 0; l < change.leave_size(); ++l) {
+      if (change.leave(l).empty()) {
+        return Invalid(field + "leave[" + std::to_string(l) + "]: must not be empty");
+      }
+      out.leave.push_back(change.leave(l));
+    }
+    if (out.join.empty() && out.leave.empty()) {
+      return Invalid(field + "join, leave: a change must add or remove at least one node");
+    }
+  }
+  std::stable_sort(changes->begin(), changes->end(),
+                   [](const NodeChange& a, const NodeChange& b) { return a.at_ms < b.at_ms; });
+  return plugin::PluginStatus::Ok();
+}
+
+}  // namespace
+
+plugin::PluginStatus ExpandCluster(const v1::SimulatedCluster& cluster,
+                                   std::vector<v1::NodeSpec>* nodes) {
+  std::vector<v1::NodeSpec> expanded;
+  std::map<std::string, int> defined_by;  // node name -> group index.
+  for (int g = 0; g < cluster.groups_size(); ++g) {
+    const v1::SimulatedNodeGroup& group = cluster.groups(g);
+    const std::string field = "groups[" + std::to_string(g) + "].";
+    plugin::PluginStatus status = ValidateGroup(group, field);
+    if (!status.ok()) return status;
+    const size_t first = expanded.size();
+    ExpandGroup(group, 0, &expanded);
+    for (size_t i = first; i < expanded.size(); ++i) {
+      auto [it, inserted] = defined_by.emplace(expanded[i].name(), g);
+      if (!inserted) {
+        return Invalid(field + "name_prefix: node '" + expanded[i].name() +
+                       "' is already defined by groups[" + std::to_string(it->second) + "]");
+      }
+    }
+  }
+  *nodes = std::move(expanded);
+  return plugin::PluginStatus::Ok();
+}
+
+plugin::PluginStatus ParseSimConfig(const std::string& config, SimConfig* out) {
+  if (Blank(config)) return ExpandCluster(DefaultCluster(), &out->nodes);
   v1::SimulatedCluster cluster;
   // Unknown fields are errors: a misspelt key must not silently fall back to a default.
   google::protobuf::util::JsonParseOptions options;
@@ -109,49 +191,9 @@ plugin::PluginStatus ParseSimConfig(const std::string& config, std::vector<v1::N
         "groups: at least one group is required (an empty config means the default "
         "cluster)");
   }
-  return ExpandCluster(cluster, nodes);
-}
-
-plugin::PluginStatus ExpandCluster(const v1::SimulatedCluster& cluster,
-                                   std::vector<v1::NodeSpec>* nodes) {
-  std::vector<v1::NodeSpec> expanded;
-  std::map<std::string, int> defined_by;  // node name -> group index.
-  for (int g = 0; g < cluster.groups_size(); ++g) {
-    const v1::SimulatedNodeGroup& group = cluster.groups(g);
-    const std::string field = "groups[" + std::to_string(g) + "].";
-    plugin::PluginStatus status = ValidateGroup(group, field);
-    if (!status.ok()) return status;
-    for (int i = 0; i < group.count(); ++i) {
-      v1::NodeSpec node;
-      node.set_name(group.name_prefix() + "-" + std::to_string(i));
-      auto [it, inserted] = defined_by.emplace(node.name(), g);
-      if (!inserted) {
-        return Invalid(field + "name_prefix: node '" + node.name() + "' is already defined by " +
-                       "groups[" + std::to_string(it->second) + "]");
-      }
-      node.set_cpu_milli(group.cpu_milli());
-      node.set_memory_mib(group.memory_mib());
-      *node.mutable_labels() = group.labels();
-      for (int d = 0; d < group.gpus(); ++d) {
-        v1::GpuDevice* gpu = node.add_gpus();
-        gpu->set_index(d);
-        gpu->set_model(group.gpu_model());
-        gpu->set_memory_mib(group.gpu_memory_mib());
-        gpu->set_nvlink_domain(
-            group.gpus_per_nvlink_domain() > 0 ? d / group.gpus_per_nvlink_domain() : 0);
-        gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
-        gpu->set_healthy(true);
-        gpu->set_sharing(group.sharing());
-        gpu->set_replicas(group.replicas());
-        *gpu->mutable_mig_instances() = group.mig_instances();
-        gpu->set_mig_managed(group.mig_managed());
-        gpu->set_vgpu_type(group.vgpu_type());
-      }
-      expanded.push_back(std::move(node));
-    }
-  }
-  *nodes = std::move(expanded);
-  return plugin::PluginStatus::Ok();
+  plugin::PluginStatus expanded = ExpandCluster(cluster, &out->nodes);
+  if (!expanded.ok()) return expanded;
+  return ExpandChanges(cluster, &out->changes);
 }
 
 }  // namespace tessera::sim

@@ -20,10 +20,24 @@ inline constexpr int kMaxGpusPerNode = 32;
 // 512 GiB and 8 A100-80GB on one NVLink domain.
 v1::SimulatedCluster DefaultCluster();
 
+// A scripted inventory change (tessera.v1.SimulatedNodeChange), expanded.
+struct NodeChange {
+  int64_t at_ms = 0;  // after the plugin started, on the host clock.
+  std::vector<v1::NodeSpec> join;
+  std::vector<std::string> leave;
+};
+
+// What a config describes: the nodes at start, and the changes in time order (stable: changes
+// at the same time keep the config's order).
+struct SimConfig {
+  std::vector<v1::NodeSpec> nodes;
+  std::vector<NodeChange> changes;
+};
+
 // Parses `config` (protobuf JSON of tessera.v1.SimulatedCluster; empty or blank = DefaultCluster)
-// and expands it into `nodes`. Errors: INVALID_ARGUMENT naming the field, e.g.
-// "groups[0].count: must be > 0".
-plugin::PluginStatus ParseSimConfig(const std::string& config, std::vector<v1::NodeSpec>* nodes);
+// and expands it. Errors: INVALID_ARGUMENT naming the field, e.g. "groups[0].count: must be > 0",
+// "changes[1].at_ms: must be >= 0".
+plugin::PluginStatus ParseSimConfig(const std::string& config, SimConfig* out);
 
 // Expands a cluster into its nodes (<prefix>-<n>, n from 0). Errors as ParseSimConfig.
 plugin::PluginStatus ExpandCluster(const v1::SimulatedCluster& cluster,

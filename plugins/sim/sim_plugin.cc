@@ -10,11 +10,20 @@
 // next one falls due, so a virtual-time host can jump straight there. No event goes through
 // emit_event, and no thread is started.
 //
+// Scripted node changes (SimulatedCluster.changes) fall due the same way, at their at_ms after
+// Init on the host clock: the poll that passes one applies it and reports INVENTORY_CHANGED, and
+// the next Inventory lists the nodes as they are then. The tasks of a node that leaves vanish
+// with it, without a TASK_EXITED (like pods of a deleted Kubernetes node or processes of a
+// reclaimed spot instance): it is the host's to requeue them. A node that leaves and joins in one
+// change keeps its tasks: it is the same machine with a new shape (a GPU fell off the bus, a
+// label was edited).
+//
 // Thread-safety: one mutex guards everything, since the host may poll concurrently with any
 // other call. Launch is idempotent while the backend knows the task (until its exit has been
 // polled); nothing survives the instance, so after a restart Reconcile is empty and the host
 // requeues what was running, as with the built-in simulation.
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -59,9 +68,15 @@ class SimBackend final : public plugin::Plugin {
   explicit SimBackend(plugin::Host host) : Plugin(host) {}
 
   PluginStatus Init(const std::string& config) override {
-    PluginStatus status = ParseSimConfig(config, &nodes_);
+    SimConfig parsed;
+    PluginStatus status = ParseSimConfig(config, &parsed);
     if (!status.ok()) return status;
-    for (size_t i = 0; i < nodes_.size(); ++i) node_index_[nodes_[i].name()] = i;
+    nodes_ = std::move(parsed.nodes);
+    const int64_t start_us = host().NowUs();
+    for (NodeChange& change : parsed.changes) {
+      changes_.push_back({AfterMs(start_us, change.at_ms), std::move(change)});
+    }
+    IndexNodes();
     int gpus = 0;
     for (const v1::NodeSpec& node : nodes_) gpus += node.gpus_size();
     host().Log(TESSERA_LOG_INFO, "sim: " + std::to_string(nodes_.size()) + " nodes, " +
@@ -97,6 +112,7 @@ class SimBackend final : public plugin::Plugin {
     }
     const int64_t now = host().NowUs();
     Task& task = tasks_[key];
+    task.node = request.node();
     task.exit_code = request.simulation().exit_code();
     if (request.simulation().duration_ms() > 0) {
       task.end_us = AfterMs(now, request.simulation().duration_ms());
@@ -130,6 +146,7 @@ class SimBackend final : public plugin::Plugin {
     // TASK_STARTED before TASK_EXITED; the stable sort keeps that order among equal times.
     std::vector<v1::BackendEvent> due = std::move(started_);
     started_.clear();
+    ApplyDueChanges(now, &due);
     while (!ends_.empty() && ends_.begin()->first <= now) {
       const auto [end_us, key] = *ends_.begin();
       ends_.erase(ends_.begin());
@@ -146,7 +163,11 @@ class SimBackend final : public plugin::Plugin {
                        return a.time_us() < b.time_us();
                      });
     for (v1::BackendEvent& event : due) *out->add_events() = std::move(event);
-    out->set_next_event_us(ends_.empty() ? 0 : ends_.begin()->first);
+    int64_t next = ends_.empty() ? 0 : ends_.begin()->first;
+    if (!changes_.empty() && (next == 0 || changes_.front().due_us < next)) {
+      next = changes_.front().due_us;
+    }
+    out->set_next_event_us(next);
     return PluginStatus::Ok();
   }
 
@@ -201,9 +222,57 @@ class SimBackend final : public plugin::Plugin {
 
  private:
   struct Task {
+    std::string node;
     int64_t end_us = 0;  // host time of its exit; 0 = runs until stopped.
     int32_t exit_code = 0;
   };
+  struct ScriptedChange {
+    int64_t due_us = 0;  // host time.
+    NodeChange change;
+  };
+
+  void IndexNodes() {
+    node_index_.clear();
+    for (size_t i = 0; i < nodes_.size(); ++i) node_index_[nodes_[i].name()] = i;
+  }
+
+  // Applies the scripted changes due by `now`, each reported as one INVENTORY_CHANGED.
+  void ApplyDueChanges(int64_t now, std::vector<v1::BackendEvent>* due) {
+    while (!changes_.empty() && changes_.front().due_us <= now) {
+      const ScriptedChange scripted = std::move(changes_.front());
+      changes_.pop_front();
+      const std::set<std::string> leaving(scripted.change.leave.begin(),
+                                          scripted.change.leave.end());
+      std::set<std::string> rejoining;  // left and joined in one change: the node changed shape.
+      for (const v1::NodeSpec& node : scripted.change.join) {
+        if (leaving.count(node.name()) != 0) rejoining.insert(node.name());
+      }
+      std::erase_if(nodes_,
+                    [&leaving](const v1::NodeSpec& n) { return leaving.count(n.name()) != 0; });
+      for (auto it = tasks_.begin(); it != tasks_.end();) {
+        if (leaving.count(it->second.node) == 0 || rejoining.count(it->second.node) != 0) {
+          ++it;
+          continue;
+        }
+        if (it->second.end_us != 0) ends_.erase({it->second.end_us, it->first});
+        it = tasks_.erase(it);
+      }
+      for (const v1::NodeSpec& node : scripted.change.join) {
+        if (node_index_.count(node.name()) != 0 && leaving.count(node.name()) == 0) {
+          host().Log(TESSERA_LOG_WARN, "sim: node '" + node.name() + "' joins twice; ignored");
+          continue;
+        }
+        nodes_.push_back(node);
+      }
+      IndexNodes();
+      v1::BackendEvent& changed = due->emplace_back();
+      changed.set_kind(v1::BackendEvent::INVENTORY_CHANGED);
+      changed.set_time_us(scripted.due_us);
+      changed.set_message(std::to_string(scripted.change.join.size()) + " node(s) joined, " +
+                          std::to_string(leaving.size()) + " left");
+      host().Log(TESSERA_LOG_INFO, "sim: " + changed.message());
+    }
+  }
 
   const v1::NodeSpec* FindNode(const std::string& name) const {
     auto it = node_index_.find(name);
@@ -211,7 +280,8 @@ class SimBackend final : public plugin::Plugin {
   }
 
   std::mutex mutex_;
-  std::vector<v1::NodeSpec> nodes_;                     // fixed after Init but for MIG layouts.
+  std::vector<v1::NodeSpec> nodes_;                     // changed by MIG layouts and changes_.
+  std::deque<ScriptedChange> changes_;                  // not yet due, earliest first.
   std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_.
   std::map<TaskKey, Task> tasks_;                       // known: live, or exit not yet polled.
   std::set<std::pair<int64_t, TaskKey>> ends_;          // (end_us, task) of tasks with an end.

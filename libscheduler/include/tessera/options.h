@@ -190,8 +190,9 @@ struct EngineOptions {
   // Open with decisions paused until Scheduler::ResumeDecisions (benchmarks, staged start-up).
   bool start_paused = false;
 
-  // Attempts a job gets when its backend loses it (node gone, executor restarted without it).
-  // After the last one the job FAILS instead of being requeued again.
+  // Attempts a job gets when its tasks go missing after a restart (the executor no longer has
+  // them). After the last one the job FAILS instead of being requeued again. A loss with a cause
+  // outside the job (its node left the inventory, its backend failed) spends none.
   int max_attempts = 5;
 
   // How long to wait before retrying store writes that failed (disk full, I/O error). Decisions

@@ -106,6 +106,9 @@ PluginExecutor::Wiring SchedulerImpl::PluginWiring(std::shared_ptr<PluginLibrary
     if (!status.ok())
       LogWarning(options_.log, "telemetry from plugin dropped: {}", status.message());
   };
+  wiring.on_inventory = [this, name = library->info().name](const InventoryDiff& diff) {
+    TakeInventoryChange(diff, name);
+  };
   wiring.on_unhealthy = [this, library](const std::string& why) {
     engine_->LoseExecutor(why);
     if (library->isolated()) {
@@ -137,6 +140,7 @@ Status SchedulerImpl::StartPluginExecutor(std::shared_ptr<PluginLibrary> library
   if (!inventory.ok()) return inventory.status().WithContext("executor_plugin");
   StatusOr<std::vector<TaskRef>> live = plugin.LoadLiveTasks();
   if (!live.ok()) return live.status().WithContext("executor_plugin");
+  plugin.Poll();
   return Status::Ok();
 }
 
@@ -160,21 +164,38 @@ void SchedulerImpl::InstallRestartedPlugin(PluginRestarter::Restarted restarted)
   Post([this, fresh] {
     // Failed already (its on_unhealthy, queued before this, asked for another restart): drop it.
     if (!fresh->executor->healthy()) return;
-    for (const v1::NodeSpec& node : fresh->inventory) {
-      if (!engine_->HasNode(node.name())) {
-        LogWarning(options_.log,
-                   "plugin '{}' restarted with node '{}', which it did not offer at open; "
-                   "nodes are read only at open for now",
-                   fresh->executor->info().name, node.name());
-      }
-    }
     // The old executor is unhealthy and its process killed: destroying it does not wait.
+    PluginExecutor* plugin = fresh->executor.get();
     std::unique_ptr<Executor> old = std::move(executor_);
     executor_ = std::move(fresh->executor);
     engine_->SetExecutor(executor_.get());
+    // What the restarted plugin offers may differ from what it offered before.
+    TakeInventoryChange(DiffInventory(old->Inventory(), fresh->inventory), plugin->info().name);
     engine_->RegainExecutor(fresh->live);
     old.reset();
+    plugin->Poll();
   });
+}
+
+void SchedulerImpl::TakeInventoryChange(const InventoryDiff& diff, const std::string& backend) {
+  if (diff.empty()) return;
+  const Status status = engine_->ApplyInventoryChange(diff, backend);
+  if (!status.ok()) LogWarning(options_.log, "inventory change: {}", status.message());
+  if (diff.added.empty()) return;
+  // A node that comes back keeps what an operator set for it (cordon, drain) before it left.
+  std::vector<store::NodeFlags> flags;
+  const Status loaded = store_->LoadNodeFlags(&flags);
+  if (!loaded.ok()) {
+    LogWarning(options_.log, "node flags of joining nodes not read: {}", loaded.message());
+    return;
+  }
+  for (const store::NodeFlags& f : flags) {
+    const bool joined = std::any_of(diff.added.begin(), diff.added.end(),
+                                    [&f](const v1::NodeSpec& n) { return n.name() == f.name; });
+    if (joined && engine_->HasNode(f.name)) {
+      (void)engine_->SetNodeFlags(f.name, f.cordoned, f.draining);
+    }
+  }
 }
 
 Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,

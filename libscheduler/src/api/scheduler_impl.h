@@ -110,6 +110,9 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // hand-over to the engine on the strand.
   StatusOr<PluginRestarter::Restarted> RestartPlugin();
   void InstallRestartedPlugin(PluginRestarter::Restarted restarted);
+  // Strand: a backend's nodes changed; the engine takes the change, and nodes that join get the
+  // flags an operator stored for them.
+  void TakeInventoryChange(const InventoryDiff& diff, const std::string& backend);
 
   // EngineHost.
   void Persist(JobUpdate update, std::function<void(const Status&)> durable) override;

@@ -36,6 +36,7 @@
 #include "engine/timer_queue.h"
 #include "fairshare/queue_tree.h"
 #include "model/cluster.h"
+#include "model/inventory_diff.h"
 #include "placement/feasibility.h"
 #include "placement/node_index.h"
 #include "placement/placer.h"
@@ -87,6 +88,15 @@ class Engine final : public ExecutorEvents {
   Status AddNode(const v1::NodeSpec& spec);
   // Adds many nodes and refreshes capacity and feasibility once (start-up, scale-out).
   Status AddNodes(const std::vector<v1::NodeSpec>& specs);
+  // A backend's nodes changed (InventoryDiff): departures first (their jobs requeued as lost,
+  // not counted against max_attempts), then changes, then arrivals, with one capacity and
+  // feasibility refresh. A changed node takes new labels at once; a new shape (capacity, GPUs,
+  // layout) at once when idle, else once its tasks have ended (NodeState::reshape_pending).
+  // Every node that can be taken is; the first refusal is returned (INVALID_ARGUMENT naming
+  // the node and field).
+  Status ApplyInventoryChange(const InventoryDiff& diff, std::string_view backend);
+  // Removes present nodes; their jobs are requeued as lost (`why` says why).
+  void RemoveNodes(const std::vector<std::string>& names, const std::string& why);
   Status SetNodeFlags(const std::string& name, bool cordoned, bool draining);
   std::vector<v1::Node> Nodes() const;
   // GPU telemetry. Errors: NOT_FOUND (node), INVALID_ARGUMENT (gpu index).
@@ -162,7 +172,10 @@ class Engine final : public ExecutorEvents {
   // Ends `job` (or requeues it, when preempted) once no task of it is live. Returns true when
   // it did, having written the job's status; `job` may then be gone.
   bool MaybeFinish(JobRecord& job);
-  void Requeue(JobRecord& job, const std::string& reason);
+  // Why a job's tasks were lost: by a cause outside the job (its node left, its backend failed),
+  // which does not count against engine.max_attempts, or by one the scheduler cannot tell.
+  enum class LossCause { kUnknown, kInfrastructure };
+  void Requeue(JobRecord& job, const std::string& reason, LossCause cause = LossCause::kUnknown);
   void StopTasks(JobRecord& job);
   v1::JobStatus BuildStatus(const JobRecord& job) const;
   // Fills `status` (cleared first) with the job's status.
@@ -188,7 +201,24 @@ class Engine final : public ExecutorEvents {
   PlacedTask* FindTask(JobRecord& job, const TaskRef& ref);
   JobRecord* FindJob(uint64_t id);
   std::optional<std::string> CheckFeasible(const JobRecord& job) const;
+
+  // engine_inventory.cc
   void InventoryUpdated();
+  // Indexes a node just added to the cluster.
+  void TakeNode(NodeIndexId id);
+  // Changes a present node to `spec` (see ApplyInventoryChange); `from` names the backend.
+  Status UpdateNode(const v1::NodeSpec& spec, const std::string& from);
+  // Replaces an idle node by its new spec, keeping its slot and flags.
+  Status Reshape(NodeIndexId id, const v1::NodeSpec& spec, const std::string& from);
+  // Applies the new shapes whose nodes have become idle.
+  void ApplyDueReshapes();
+  // Drops the reservations that hold `id` (their jobs plan again); a job that waited there for
+  // its victims goes back into line.
+  void ReplanReservationsOn(NodeIndexId id);
+  // The last of a removed node, whose tasks are gone: everything kept by its NodeIndexId.
+  void ForgetNode(NodeIndexId id, const std::string& why);
+  // The node's spec as the scheduler uses it (GPU health left out).
+  v1::NodeSpec DescribeNodeSpec(NodeIndexId id) const;
 
   void ArmUsageRefresh(TimestampUs last_us);
   bool QueueHoldsJobs(QueueId q) const;
@@ -358,7 +388,9 @@ class Engine final : public ExecutorEvents {
   bool growth_due_ = false;                 // capacity freed or an elastic job started.
   std::set<uint64_t> elastic_jobs_;         // running elastic jobs.
   std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
-  std::set<TaskRef> superseded_stopping_;   // StopSupersededTasks: stopped, not yet exited.
+  // New shapes reported for busy nodes, applied once each node is idle (ApplyDueReshapes).
+  std::map<NodeIndexId, v1::NodeSpec> reshapes_due_;
+  std::set<TaskRef> superseded_stopping_;  // StopSupersededTasks: stopped, not yet exited.
   // Exits reported for tasks the engine did not hold (at most kMaxUnclaimedExits, those of the
   // lowest job ids forgotten first): a restarted executor may report one before the engine has
   // its list of live tasks, in which that task then must not be waited for.

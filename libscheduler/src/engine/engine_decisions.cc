@@ -19,6 +19,7 @@ constexpr char kTwinDoesNotFit[] = "waiting for capacity: a job asking no less d
 bool Engine::RunDecisions(std::chrono::steady_clock::time_point deadline) {
   if (paused_ || persist_retries_.degraded() || !superseded_stopping_.empty()) return false;
   if (capacity_freed_) {
+    if (!reshapes_due_.empty()) ApplyDueReshapes();
     queues_.UnblockCapacity();
     capacity_freed_ = false;
     // Jobs holding reservations were first in line when they blocked: they go first.

@@ -93,7 +93,7 @@ void Engine::LoseExecutor(const std::string& why) {
   }
   std::sort(placed.begin(), placed.end());
   for (uint64_t id : placed) {
-    if (JobRecord* job = FindJob(id)) Requeue(*job, why);
+    if (JobRecord* job = FindJob(id)) Requeue(*job, why, LossCause::kInfrastructure);
   }
 }
 

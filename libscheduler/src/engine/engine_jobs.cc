@@ -220,11 +220,19 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   if (stored_infeasible) Persist(job, MakeUpdateEvent(job, "feasible now"));
 }
 
-void Engine::Requeue(JobRecord& job, const std::string& reason) {
+void Engine::Requeue(JobRecord& job, const std::string& reason, LossCause cause) {
   const v1::JobState from = job.state;
   elastic_jobs_.erase(job.id);
   for (PlacedTask& t : job.tasks) {
     if (!t.exited) ReleaseTask(job, t);
+  }
+  FinishWaitingForVictims(job);
+  if (job.preempting && !job.cancel_requested) {
+    // It was being stopped to make room anyway: that is done, and no loss.
+    RemovePending(job);
+    DropReservation(job);
+    RequeuePreempted(job);
+    return;
   }
   RemovePending(job);
   std::vector<SerializedEvent> events;
@@ -235,7 +243,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason) {
   job.failing = false;
   job.start_time_us = 0;
   DropReservation(job);
-  ++job.losses;
+  if (cause == LossCause::kUnknown) ++job.losses;
   if (job.cancel_requested) {
     // Its cancel was acknowledged: a job whose tasks were being stopped and are now gone has
     // stopped. Requeued, it would run again after the caller was told it would not.

@@ -59,4 +59,8 @@ const v1::GpuState* GpuHealthBook::Find(NodeIndexId node, int gpu) const {
   return it == states_.end() ? nullptr : &it->second;
 }
 
+void GpuHealthBook::Forget(NodeIndexId node) {
+  states_.erase(states_.lower_bound({node, 0}), states_.lower_bound({node + 1, 0}));
+}
+
 }  // namespace tessera

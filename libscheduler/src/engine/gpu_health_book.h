@@ -39,6 +39,9 @@ class GpuHealthBook {
   // each one cleared with whether it is usable now (it may still be too hot).
   std::vector<std::pair<int, bool>> ClearFailed(NodeIndexId node, int gpus);
 
+  // `node` left the inventory or took a new shape: its GPUs' readings mean nothing now.
+  void Forget(NodeIndexId node);
+
   // The last reading and health of GPU `gpu` of `node`, or nullptr if it never reported.
   const v1::GpuState* Find(NodeIndexId node, int gpu) const;
 

@@ -7,6 +7,11 @@
 namespace tessera {
 
 StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCluster& cluster) {
+  if (cluster.changes_size() > 0) {
+    return InvalidArgumentError(
+        "changes: scripted node changes are run by the sim plugin (executor_plugin: sim), not "
+        "by the built-in simulation");
+  }
   std::vector<v1::NodeSpec> nodes;
   for (int g = 0; g < cluster.groups_size(); ++g) {
     const v1::SimulatedNodeGroup& group = cluster.groups(g);

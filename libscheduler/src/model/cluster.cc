@@ -152,6 +152,15 @@ StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
       return AlreadyExistsError("node '" + spec.name() + "' already exists");
     }
     id = existing->second;
+    free_slots_.erase(id);
+    nodes_[id] = NodeState(id, spec.name(), spec.cpu_milli(), spec.memory_mib(), model,
+                           std::move(gpus), std::move(rack));
+  } else if (!free_slots_.empty()) {
+    // A new name takes an absent node's slot; that node's name is forgotten.
+    id = *free_slots_.begin();
+    free_slots_.erase(free_slots_.begin());
+    by_name_.erase(nodes_[id].name());
+    by_name_.emplace(spec.name(), id);
     nodes_[id] = NodeState(id, spec.name(), spec.cpu_milli(), spec.memory_mib(), model,
                            std::move(gpus), std::move(rack));
   } else {
@@ -171,6 +180,13 @@ void Cluster::RemoveNode(NodeIndexId id) {
   if (!n.present()) return;
   capacity_ -= n.Capacity();
   n.set_present(false);
+  free_slots_.insert(id);
+}
+
+void Cluster::SetLabels(NodeIndexId id, const std::map<std::string, std::string>& labels) {
+  labels_[id] = labels;
+  auto rack = labels.find("rack");
+  nodes_[id].set_rack(rack == labels.end() ? "" : rack->second);
 }
 
 NodeState* Cluster::Find(const std::string& name) {

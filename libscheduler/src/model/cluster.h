@@ -1,11 +1,15 @@
 // Cluster: every node the scheduler knows, by dense index and by name, and the totals that
 // fairness divides by.
 //
-// Nodes are never erased, only marked absent, so a NodeIndexId stays valid for the life of
-// the engine and allocations can refer to nodes by index.
+// A removed node's slot is kept, marked absent, so that a NodeIndexId held anywhere never
+// points at another node by surprise; a node that comes back under its name gets its slot
+// again. A node with a new name takes the absent slot with the lowest index, if any, so under
+// churn (cloud nodes with fresh names) the table stays as large as the most nodes present at
+// once. The owner of anything indexed by NodeIndexId clears it when the node is removed.
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,8 +27,11 @@ class Cluster {
   // Adds a node, or brings back an absent one of the same name with its new spec.
   // Errors: INVALID_ARGUMENT (bad spec, naming the field), ALREADY_EXISTS (present already).
   StatusOr<NodeIndexId> AddNode(const v1::NodeSpec& spec);
-  // Marks a node absent; its capacity leaves the totals. Its tasks must already be released.
+  // Marks a node absent; its capacity leaves the totals and its slot may be reused. Its tasks
+  // must already be released.
   void RemoveNode(NodeIndexId id);
+  // Replaces a present node's labels (its rack with them), keeping everything else.
+  void SetLabels(NodeIndexId id, const std::map<std::string, std::string>& labels);
 
   NodeState* Find(const std::string& name);
   const NodeState* Find(const std::string& name) const;
@@ -45,7 +52,8 @@ class Cluster {
  private:
   std::vector<NodeState> nodes_;
   std::vector<std::map<std::string, std::string>> labels_;  // by NodeIndexId.
-  std::unordered_map<std::string, NodeIndexId> by_name_;
+  std::unordered_map<std::string, NodeIndexId> by_name_;    // present and absent nodes.
+  std::set<NodeIndexId> free_slots_;                        // absent, lowest reused first.
   GpuModels models_;
   ResourceVector capacity_;
 };

@@ -62,6 +62,7 @@ class NodeState {
   const std::string& name() const { return name_; }
   int model() const { return model_; }  // -1 for a node without GPUs.
   const std::string& rack() const { return rack_; }
+  void set_rack(std::string rack) { rack_ = std::move(rack); }
   const std::vector<GpuSlot>& gpus() const { return gpus_; }
 
   int64_t cpu_free() const { return cpu_free_; }
@@ -82,8 +83,12 @@ class NodeState {
   void set_cordoned(bool v) { cordoned_ = v; }
   void set_draining(bool v) { draining_ = v; }
   void set_present(bool v) { present_ = v; }
+  // The backend reported a new shape for the node (capacity, GPUs, their layout) while tasks
+  // ran here: it takes effect once they have ended, and until then nothing new is placed here.
+  bool reshape_pending() const { return reshape_pending_; }
+  void set_reshape_pending(bool v) { reshape_pending_ = v; }
   // New work may be placed here.
-  bool Schedulable() const { return present_ && !cordoned_ && !draining_; }
+  bool Schedulable() const { return present_ && !cordoned_ && !draining_ && !reshape_pending_; }
 
   // True when cpu and memory for one more task of `shape` are free.
   bool HostFits(const TaskShape& shape) const {
@@ -136,6 +141,7 @@ class NodeState {
   bool cordoned_ = false;
   bool draining_ = false;
   bool present_ = true;
+  bool reshape_pending_ = false;
 };
 
 }  // namespace tessera

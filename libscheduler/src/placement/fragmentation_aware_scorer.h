@@ -53,6 +53,9 @@ class FragmentationAwareScorer final : public FgdScorer {
   int candidates() const override { return candidates_; }
   // The tie order below, so that a bounded candidate list holds the nodes it prefers.
   uint32_t TieRank(const NodeState& node) const override { return OrderOf(node); }
+  void ForgetNode(NodeIndexId id) override {
+    if (id < order_.size()) order_[id] = {false, 0};
+  }
 
  protected:
   int64_t Rank(const NodeState& node, double before, double after,

@@ -42,6 +42,12 @@ void Placer::Refresh(NodeIndexId id) {
   index_.Update(node, scorer_->TieRank(node));
 }
 
+void Placer::Forget(NodeIndexId id) {
+  const NodeState& node = cluster_.node(id);
+  index_.Update(node, scorer_->TieRank(node));  // absent: it leaves every order.
+  scorer_->ForgetNode(id);
+}
+
 std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
                                                   const TaskShape& shape) const {
   for (const auto& filter : filters_) {

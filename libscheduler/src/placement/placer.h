@@ -62,6 +62,9 @@ class Placer {
 
   // Re-indexes a node after a change outside the placer (cordon, health, new node).
   void Refresh(NodeIndexId node);
+  // Takes a removed node out of the index and out of the scorer's per-node memory, so that a
+  // node added later in its slot starts afresh.
+  void Forget(NodeIndexId node);
 
   // From now on, of equally scored candidates the one first in a random order of all nodes wins,
   // the order being fixed by `seed`. The FGD paper's simulator breaks ties so (its

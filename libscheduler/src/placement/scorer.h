@@ -45,6 +45,9 @@ class Scorer {
   // that order here, so the candidates it sees are those it would prefer. Must not change for a
   // node.
   virtual uint32_t TieRank(const NodeState& node) const { return 0; }
+  // The node in slot `id` left: a node added later may take the slot under another name, so
+  // whatever the scorer keeps by NodeIndexId for it is forgotten.
+  virtual void ForgetNode(NodeIndexId id) {}
   // Called once by the Placer with the cluster it places on, before any other call. Scorers
   // that need cluster-wide facts (the largest node, GPU model names) take them here.
   virtual void Attach(Cluster& cluster) {}

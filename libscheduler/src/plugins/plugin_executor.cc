@@ -80,6 +80,11 @@ struct PluginExecutor::Shared {
   // polls at the time the latest poll named (BackendEvents.next_event_us).
   std::function<void()> poll_hook;
   std::optional<TimerQueue::TimerId> poll_timer;
+  // Strand only, while the executor lives: the plugin said its inventory changed (ask again),
+  // and the answer to that question.
+  std::function<void()> inventory_hook;
+  std::function<void(const v1::Inventory&)> inventory_taken;
+  std::weak_ptr<Shared> self;
 
   // Strand only: the latest poll said the plugin next has something to report at `next_us`
   // (0 = nothing). Polls answer in the order they were asked, so the latest one is right: a
@@ -129,9 +134,9 @@ struct PluginExecutor::Shared {
         Post([events, ref, code = event.exit_code()] { events->OnTaskExited(ref, code); });
         break;
       case v1::BackendEvent::INVENTORY_CHANGED:
-        LogWarning(wiring.log,
-                   "plugin '{}' reports a changed inventory; nodes are read only at open for now",
-                   library->info().name);
+        Post([weak = self] {
+          if (std::shared_ptr<Shared> s = weak.lock(); s && s->inventory_hook) s->inventory_hook();
+        });
         break;
       default:
         LogWarning(wiring.log, "plugin '{}' sent an event of unknown kind {}", library->info().name,
@@ -177,10 +182,13 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   host.tessera_host_now_us = [](void* context) {
     return static_cast<Shared*>(context)->wiring.clock->NowUs();
   };
+  shared_->self = shared_;
   shared_->poll_hook = [this] {
     PostPoll();
     PostTelemetry();
   };
+  shared_->inventory_hook = [this] { PostInventoryRead(); };
+  shared_->inventory_taken = [this](const v1::Inventory& inventory) { TakeInventory(inventory); };
   std::weak_ptr<Shared> weak = shared_;
   worker_ = std::make_unique<PluginWorker>(library_->info().name, options_.call_deadline,
                                            [weak](const std::string& why) {
@@ -236,6 +244,8 @@ PluginExecutor::~PluginExecutor() {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->closed = true;
     shared_->poll_hook = nullptr;  // the strand is stopped: nothing runs timers any more.
+    shared_->inventory_hook = nullptr;
+    shared_->inventory_taken = nullptr;
   }
   // Shut the instance down unless a call is stuck in it (the ABI allows one call at a time).
   if (shared_->instance != nullptr && !worker_->hung()) {
@@ -385,6 +395,33 @@ void PluginExecutor::PostPoll() {
       shared->Post([shared, next] { shared->PollAt(next, shared); });
     }
   });
+}
+
+void PluginExecutor::PostInventoryRead() {
+  if (unhealthy_) return;
+  std::shared_ptr<Shared> shared = shared_;
+  Queue("on_inventory", [shared] {
+    StringSink out, error;
+    const tessera_status code = shared->library->descriptor().tessera_plugin_on_inventory(
+        shared->instance, &out.sink, &error.sink);
+    auto inventory = std::make_shared<v1::Inventory>();
+    const Status read =
+        ReadReply(shared->library->info(), "on_inventory", code, out, error, inventory.get());
+    if (!read.ok()) {
+      shared->MarkUnhealthy(read.message());
+      return;
+    }
+    shared->Post([shared, inventory] {
+      if (shared->inventory_taken) shared->inventory_taken(*inventory);
+    });
+  });
+}
+
+void PluginExecutor::TakeInventory(const v1::Inventory& inventory) {
+  std::vector<v1::NodeSpec> now(inventory.nodes().begin(), inventory.nodes().end());
+  const InventoryDiff diff = DiffInventory(inventory_, now);
+  inventory_ = std::move(now);
+  if (!diff.empty() && shared_->wiring.on_inventory) shared_->wiring.on_inventory(diff);
 }
 
 bool PluginExecutor::Queue(std::string what, PluginWorker::Call call) {

@@ -6,6 +6,10 @@
 // (emit_event from any thread, or the answer to on_poll_events) is parsed off the strand and
 // handed to the engine on the strand through Wiring::post.
 //
+// Inventory: read with on_inventory at open, and again whenever the plugin reports
+// INVENTORY_CHANGED; what differs from the inventory taken before (InventoryDiff) goes to
+// Wiring::on_inventory on the strand.
+//
 // Telemetry: on_telemetry is asked every poll_interval on the real clock (and with every poll on
 // a virtual one); its readings go to the engine's GPU health policy.
 //
@@ -36,6 +40,7 @@
 
 #include "engine/executor.h"
 #include "engine/timer_queue.h"
+#include "model/inventory_diff.h"
 #include "plugins/plugin_library.h"
 #include "plugins/plugin_worker.h"
 #include "tessera/clock.h"
@@ -43,6 +48,9 @@
 #include "tessera/plugin_host.h"
 
 namespace tessera {
+namespace v1 {
+class Inventory;
+}
 
 class PluginExecutor final : public Executor {
  public:
@@ -58,6 +66,8 @@ class PluginExecutor final : public Executor {
     std::function<void(const std::string& why)> on_unhealthy;  // strand only.
     // GPU readings the plugin reports (on_telemetry); runs on the strand.
     std::function<void(const v1::GpuTelemetry& reading)> telemetry;
+    // The plugin's nodes changed since the inventory taken before; runs on the strand.
+    std::function<void(const InventoryDiff& diff)> on_inventory;
     // The scheduler's log (Options::log): the plugin's own lines (tessera_host_log) and what
     // goes wrong with it.
     LogOptions log;
@@ -72,7 +82,12 @@ class PluginExecutor final : public Executor {
   // Asks the plugin for its nodes and its live tasks; used while opening, before the strand runs.
   StatusOr<std::vector<v1::NodeSpec>> LoadInventory();
   StatusOr<std::vector<TaskRef>> LoadLiveTasks();
+  // Asks the plugin for its events now. Called once it is opened, so that on a virtual clock the
+  // plugin's first wake-up (BackendEvents.next_event_us: a scripted change, say) is known
+  // before anything is launched.
+  void Poll() { PostPoll(); }
 
+  // The inventory as last taken (at open, or at the latest INVENTORY_CHANGED).
   std::vector<v1::NodeSpec> Inventory() override { return inventory_; }
   void Launch(const LaunchRequest& request) override;
   void Stop(const TaskRef& task, int64_t grace_ms) override;
@@ -103,6 +118,10 @@ class PluginExecutor final : public Executor {
   void PostPoll();
   // Asks the plugin for GPU readings (on_telemetry, when it has one).
   void PostTelemetry();
+  // Asks the plugin for its inventory again (it reported INVENTORY_CHANGED).
+  void PostInventoryRead();
+  // Strand: `inventory` replaces the one taken before; the difference goes to the engine.
+  void TakeInventory(const v1::Inventory& inventory);
   void PollerLoop();
 
   std::shared_ptr<PluginLibrary> library_;
