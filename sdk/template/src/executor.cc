@@ -3,11 +3,18 @@
 // stopped. It reports every start and exit through the host's event callback, answers
 // reconcile with the tasks alive, and rejects a bad configuration with INVALID_ARGUMENT.
 //
+// Its name is PLUGIN_NAME, which CMakeLists.txt defines (the one place to rename the plugin).
+//
 // Configuration (the bytes the operator gives; the format is the plugin's choice): key=value
 // lines, '#' starts a comment.
-//   node_prefix=noop    nodes are named <prefix>-0, <prefix>-1, ...
+//   node_prefix=<name>  nodes are named <prefix>-0, <prefix>-1, ...; default: the plugin's name
 //   nodes=1             how many nodes, 1..1000
 //   gpus_per_node=0     GPUs per node, 0..16
+//
+// Failing one task: a launch that cannot run (no such node or GPU) is logged and reported as a
+// TASK_EXITED event with exit code 126, and Launch returns Ok. Returning an error instead would
+// mark the whole plugin unhealthy (abi.h, "Failing one request"): every node cordoned, every
+// job requeued. Errors are for a broken plugin only.
 //
 // Threads: the host calls one method at a time, except PollEvents and Telemetry, which may
 // overlap any call; the task table is guarded by a mutex for them.
@@ -27,8 +34,12 @@ using tessera::plugin::Host;
 using tessera::plugin::PluginStatus;
 namespace v1 = tessera::v1;
 
+#ifndef PLUGIN_NAME
+#error "PLUGIN_NAME must be defined (CMakeLists.txt does)"
+#endif
+
 struct Config {
-  std::string node_prefix = "noop";
+  std::string node_prefix = PLUGIN_NAME;
   int nodes = 1;
   int gpus_per_node = 0;
 };
@@ -104,7 +115,8 @@ class NoopExecutor : public tessera::plugin::Plugin {
   PluginStatus Init(const std::string& config) override {
     PluginStatus status = ParseConfig(config, &config_);
     if (!status.ok()) return status;
-    host().Log(TESSERA_LOG_INFO, "noop executor: " + std::to_string(config_.nodes) + " nodes");
+    host().Log(TESSERA_LOG_INFO, std::string(PLUGIN_NAME) + ": " + std::to_string(config_.nodes) +
+                                     " nodes");
     return PluginStatus::Ok();
   }
 
@@ -119,7 +131,7 @@ class NoopExecutor : public tessera::plugin::Plugin {
         gpu->set_index(g);
         gpu->set_model("NOOP-16GB");
         gpu->set_memory_mib(16 * 1024);
-        gpu->set_uuid("GPU-noop-" + std::to_string(n) + "-" + std::to_string(g));
+        gpu->set_uuid("GPU-" + NodeName(n) + "-" + std::to_string(g));
         gpu->set_healthy(true);
       }
     }
@@ -128,14 +140,10 @@ class NoopExecutor : public tessera::plugin::Plugin {
 
   PluginStatus Launch(const v1::LaunchTask& request) override {
     const int node = NodeIndex(request.node());
-    if (node < 0) {
-      return PluginStatus::Error(TESSERA_NOT_FOUND, "launch: no node '" + request.node() + "'");
-    }
+    if (node < 0) return Reject(request.ref(), "no node '" + request.node() + "'");
     for (int gpu : request.gpus()) {
       if (gpu < 0 || gpu >= config_.gpus_per_node) {
-        return PluginStatus::Error(
-            TESSERA_INVALID_ARGUMENT,
-            "launch: no GPU " + std::to_string(gpu) + " on " + request.node());
+        return Reject(request.ref(), "no GPU " + std::to_string(gpu) + " on " + request.node());
       }
     }
     {
@@ -183,6 +191,18 @@ class NoopExecutor : public tessera::plugin::Plugin {
  private:
   // What a process killed by SIGTERM exits with.
   static constexpr int32_t kStoppedExitCode = 128 + 15;
+  // What a task that could not be started exits with (the shell's "cannot execute"); any
+  // non-zero code fails the task.
+  static constexpr int32_t kRejectedExitCode = 126;
+
+  // Fails one launch, and only that one: logs why, reports the task as exited, answers Ok.
+  PluginStatus Reject(const v1::TaskRef& ref, const std::string& why) const {
+    host().Log(TESSERA_LOG_WARN, "launch of job " + std::to_string(ref.job()) + " attempt " +
+                                     std::to_string(ref.attempt()) + " task " +
+                                     std::to_string(ref.task()) + " rejected: " + why);
+    Report(v1::BackendEvent::TASK_EXITED, ref, kRejectedExitCode, "rejected: " + why);
+    return PluginStatus::Ok();
+  }
 
   using TaskKey = std::tuple<uint64_t, int32_t, int32_t>;
   static TaskKey Key(const v1::TaskRef& ref) { return {ref.job(), ref.attempt(), ref.task()}; }
@@ -217,4 +237,4 @@ class NoopExecutor : public tessera::plugin::Plugin {
 
 }  // namespace noop
 
-TESSERA_PLUGIN(noop::NoopExecutor, "noop", "1.0.0", TESSERA_PLUGIN_KIND_EXECUTOR)
+TESSERA_PLUGIN(noop::NoopExecutor, PLUGIN_NAME, PLUGIN_VERSION, TESSERA_PLUGIN_KIND_EXECUTOR)
