@@ -166,6 +166,23 @@ TEST_CASE("local: a task ignoring SIGTERM is killed when its grace runs out") {
   CHECK(ReadFile(LogPath(dir, 3)).find("survived") == std::string::npos);
 }
 
+// Grace 0 is what the host sends for a job without checkpoint_grace_s: kill now, no notice. A
+// backend that sent SIGTERM first, or waited a default grace, would let the trap run or keep
+// the task alive past the check.
+TEST_CASE("local: a stop with grace 0 kills at once, without SIGTERM first") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  REQUIRE(host->Launch(Shell(4, "trap 'echo got-sigterm' TERM; echo ready; "
+                                "while true; do sleep 1; done"))
+              .ok());
+  REQUIRE(AwaitText(LogPath(dir, 4), "ready"));
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(host->Stop(StopOf(4, 0)).ok());
+  CHECK(ExitCodeOf(*host, 4) == 137);  // 128 + SIGKILL
+  CHECK(std::chrono::steady_clock::now() - start < milliseconds(1'000));
+  CHECK(ReadFile(LogPath(dir, 4)).find("got-sigterm") == std::string::npos);
+}
+
 TEST_CASE("local: a task sees its GPUs in CUDA_VISIBLE_DEVICES and its env") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> host =
