@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tessera/plugin/key_value_config.h"
 #include "tessera/plugin/plugin.h"
 
 namespace noop {
@@ -44,65 +45,34 @@ struct Config {
   int gpus_per_node = 0;
 };
 
-PluginStatus BadConfig(int line, const std::string& why) {
-  return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
-                             "config line " + std::to_string(line) + ": " + why);
-}
-
-// Parses an integer in [low, high]; false for anything else.
-bool ParseInt(std::string_view text, int low, int high, int* out) {
+// Parses a node index in [0, last]; false for anything else.
+bool ParseIndex(std::string_view text, int last, int* out) {
   if (text.empty() || text.size() > 9) return false;
   int value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return false;
     value = value * 10 + (c - '0');
   }
-  if (value < low || value > high) return false;
+  if (value > last) return false;
   *out = value;
   return true;
 }
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
+// The SDK's KeyValueConfig does the parsing and names the line or key of any error.
 PluginStatus ParseConfig(std::string_view text, Config* config) {
-  int number = 0;
-  while (!text.empty()) {
-    ++number;
-    const size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
-      line = line.substr(0, hash);
-    }
-    line = Trim(line);
-    if (line.empty()) continue;
-    const size_t equals = line.find('=');
-    if (equals == std::string_view::npos) return BadConfig(number, "expected key=value");
-    const std::string_view key = Trim(line.substr(0, equals));
-    const std::string_view value = Trim(line.substr(equals + 1));
-    if (key == "node_prefix") {
-      if (value.empty()) return BadConfig(number, "node_prefix is empty");
-      for (char c : value) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-        if (!ok) return BadConfig(number, "node_prefix may hold only a-z, 0-9 and '-'");
-      }
-      config->node_prefix = std::string(value);
-    } else if (key == "nodes") {
-      if (!ParseInt(value, 1, 1000, &config->nodes)) {
-        return BadConfig(number, "nodes must be a whole number from 1 to 1000");
-      }
-    } else if (key == "gpus_per_node") {
-      if (!ParseInt(value, 0, 16, &config->gpus_per_node)) {
-        return BadConfig(number, "gpus_per_node must be a whole number from 0 to 16");
-      }
-    } else {
-      return BadConfig(number, "unknown key '" + std::string(key) + "'");
+  tessera::plugin::KeyValueConfig kv;
+  PluginStatus status =
+      tessera::plugin::KeyValueConfig::Parse(text, {"node_prefix", "nodes", "gpus_per_node"}, &kv);
+  if (status.ok()) status = kv.String("node_prefix", &config->node_prefix);
+  if (status.ok()) status = kv.Integer("nodes", 1, 1000, &config->nodes);
+  if (status.ok()) status = kv.Integer("gpus_per_node", 0, 16, &config->gpus_per_node);
+  if (!status.ok()) return status;
+  for (char c : config->node_prefix) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                 "node_prefix: may hold only a-z, 0-9 and '-', got '" +
+                                     config->node_prefix + "'");
     }
   }
   return PluginStatus::Ok();
@@ -212,7 +182,7 @@ class NoopExecutor : public tessera::plugin::Plugin {
     const std::string prefix = config_.node_prefix + "-";
     int n = -1;
     if (name.rfind(prefix, 0) != 0 ||
-        !ParseInt(std::string_view(name).substr(prefix.size()), 0, config_.nodes - 1, &n) ||
+        !ParseIndex(std::string_view(name).substr(prefix.size()), config_.nodes - 1, &n) ||
         NodeName(n) != name) {
       return -1;
     }

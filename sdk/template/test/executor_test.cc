@@ -53,7 +53,8 @@ TEST_CASE("template: a bad config is INVALID_ARGUMENT, naming the line and field
   REQUIRE(FakeHost::Load(&tessera_plugin_entry, &host).ok());
   const PluginStatus status = host->Init("nodes=2\ngpus_per_node=99\n");
   CHECK(status.code == TESSERA_INVALID_ARGUMENT);
-  CHECK(status.message == "config line 2: gpus_per_node must be a whole number from 0 to 16");
+  CHECK(status.message ==
+        "gpus_per_node: must be an integer from 0 to 16, got '99' (config line 2)");
   CHECK(host->Init("colour=blue").code == TESSERA_INVALID_ARGUMENT);
 }
 
