@@ -767,7 +767,7 @@ inline ChildReport RunInChild(const Check& check, const std::string& path,
 
 inline CheckResult LatencyResult(const std::map<std::string, FakeHost::CallStats>& stats,
                                  milliseconds deadline) {
-  CheckResult result{"call_latency", true, false, ""};
+  CheckResult result{"call_latency", true, false, "", ""};
   std::string slow;
   std::string all;
   char text[64];
