@@ -219,7 +219,7 @@ plugin::PluginStatus SpawnTask(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1);
 #endif
 
-  std::vector<std::string> wrapped = {"/bin/sh", "-c", kWrapperScript, "tessera-task",
+  std::vector<std::string> wrapped = {"/bin/sh",        "-c",       kWrapperScript, "tessera-task",
                                       exit_status_path, *executable};
   wrapped.insert(wrapped.end(), argv.begin() + 1, argv.end());
   std::vector<char*> args;

@@ -70,9 +70,9 @@ PluginStatus ParseConfig(std::string_view text, Config* config) {
   for (char c : config->node_prefix) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
     if (!ok) {
-      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
-                                 "node_prefix: may hold only a-z, 0-9 and '-', got '" +
-                                     config->node_prefix + "'");
+      return PluginStatus::Error(
+          TESSERA_INVALID_ARGUMENT,
+          "node_prefix: may hold only a-z, 0-9 and '-', got '" + config->node_prefix + "'");
     }
   }
   return PluginStatus::Ok();
@@ -85,8 +85,8 @@ class NoopExecutor : public tessera::plugin::Plugin {
   PluginStatus Init(const std::string& config) override {
     PluginStatus status = ParseConfig(config, &config_);
     if (!status.ok()) return status;
-    host().Log(TESSERA_LOG_INFO, std::string(PLUGIN_NAME) + ": " + std::to_string(config_.nodes) +
-                                     " nodes");
+    host().Log(TESSERA_LOG_INFO,
+               std::string(PLUGIN_NAME) + ": " + std::to_string(config_.nodes) + " nodes");
     return PluginStatus::Ok();
   }
 

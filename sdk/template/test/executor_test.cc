@@ -108,8 +108,8 @@ TEST_CASE("template: a launch that cannot run answers Ok and reports its task ex
   CHECK(exited->exit_code() == 126);
   int rejections_logged = 0;  // each with its reason, since the host keeps only the exit code.
   for (const FakeHost::LogEntry& log : host->logs()) {
-    rejections_logged += log.level == TESSERA_LOG_WARN &&
-                         log.message.find("rejected: no") != std::string::npos;
+    rejections_logged +=
+        log.level == TESSERA_LOG_WARN && log.message.find("rejected: no") != std::string::npos;
   }
   CHECK(rejections_logged == 2);
 

@@ -173,8 +173,9 @@ TEST_CASE("local: a task ignoring SIGTERM is killed when its grace runs out") {
 TEST_CASE("local: a stop with grace 0 kills at once, without SIGTERM first") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
-  REQUIRE(host->Launch(Shell(4, "trap 'echo got-sigterm' TERM; echo ready; "
-                                "while true; do sleep 1; done"))
+  REQUIRE(host->Launch(Shell(4,
+                             "trap 'echo got-sigterm' TERM; echo ready; "
+                             "while true; do sleep 1; done"))
               .ok());
   REQUIRE(AwaitText(LogPath(dir, 4), "ready"));
   const auto start = std::chrono::steady_clock::now();

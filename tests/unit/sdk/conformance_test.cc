@@ -67,11 +67,11 @@ TEST_CASE("conformance: a failing launch names the call, the task and the status
   CHECK(r["launch_then_reconcile"].blocked_by.empty());
   const std::string& why = r["launch_then_reconcile"].detail;
   CHECK_MESSAGE(why.find("on_launch(LaunchTask for TaskRef{job ") == 0, why);
-  CHECK_MESSAGE(why.find(", attempt 1, task 0} on node 'test-0') returned UNAVAILABLE") !=
-                    std::string::npos,
-                why);
-  for (const char* name : {"launch_is_idempotent", "stop_reports_exit",
-                           "concurrent_poll_and_telemetry"}) {
+  CHECK_MESSAGE(
+      why.find(", attempt 1, task 0} on node 'test-0') returned UNAVAILABLE") != std::string::npos,
+      why);
+  for (const char* name :
+       {"launch_is_idempotent", "stop_reports_exit", "concurrent_poll_and_telemetry"}) {
     CAPTURE(name);
     CHECK(r[name].blocked_by == "launch_then_reconcile");
     CHECK(r[name].detail == "not run: it needs launch_then_reconcile, which failed");

@@ -23,8 +23,8 @@ std::string Refusal(const std::string& text) {
 
 TEST_CASE("key=value config: comments, blank lines and spaces; keys left out keep defaults") {
   KeyValueConfig config;
-  REQUIRE(KeyValueConfig::Parse("# a comment\n\n  name =  box-1  # trailing\r\n\tcount=7\n",
-                                kKeys, &config)
+  REQUIRE(KeyValueConfig::Parse("# a comment\n\n  name =  box-1  # trailing\r\n\tcount=7\n", kKeys,
+                                &config)
               .ok());
   std::string name = "default";
   int count = 1;

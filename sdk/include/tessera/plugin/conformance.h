@@ -188,8 +188,8 @@ struct Context {
     if (!options.executor_node.empty()) return options.executor_node;
     v1::Inventory inventory;
     ExpectOk(host->Inventory(&inventory), "on_inventory");
-    Expect(inventory.nodes_size() > 0, "Inventory.nodes from on_inventory is empty: no node to "
-                                       "launch a test task on");
+    Expect(inventory.nodes_size() > 0,
+           "Inventory.nodes from on_inventory is empty: no node to launch a test task on");
     return inventory.nodes(0).name();
   }
 
@@ -449,8 +449,8 @@ inline std::string CheckReconcileForgetsExited(Context& c) {
   ExpectOk(c.host->Stop(c.Stop(ref)), c.StopOf(ref));
   Expect(c.AwaitEvent(v1::BackendEvent::TASK_EXITED, ref),
          "no BackendEvent of kind TASK_EXITED for " + c.Describe(ref) + " after on_stop");
-  Expect(c.CountLive(ref) == 0, "LiveTasks.tasks from on_reconcile still lists " +
-                                    c.Describe(ref) + " after its TASK_EXITED");
+  Expect(c.CountLive(ref) == 0, "LiveTasks.tasks from on_reconcile still lists " + c.Describe(ref) +
+                                    " after its TASK_EXITED");
   return std::string("an exited task is no longer reconciled");
 }
 
@@ -580,7 +580,8 @@ inline std::vector<Check> Checks() {
       {"malformed_launch", &CheckMalformedLaunch, {"init"}},
       {"malformed_stop", &CheckMalformedStop, {"init"}},
       {"malformed_other_requests", &CheckMalformedOtherRequests, {"init"}},
-      {"concurrent_poll_and_telemetry", &CheckConcurrentPollAndTelemetry,
+      {"concurrent_poll_and_telemetry",
+       &CheckConcurrentPollAndTelemetry,
        {"launch_then_reconcile"}},
   };
 }

@@ -15,8 +15,9 @@
 //
 // Use:
 //
-//   tessera::plugin::KeyValueConfig kv;
-//   PluginStatus status = tessera::plugin::KeyValueConfig::Parse(text, {"node_prefix", "nodes"}, &kv);
+//   using tessera::plugin::KeyValueConfig;
+//   KeyValueConfig kv;
+//   PluginStatus status = KeyValueConfig::Parse(text, {"node_prefix", "nodes"}, &kv);
 //   if (status.ok()) status = kv.String("node_prefix", &config.node_prefix);
 //   if (status.ok()) status = kv.Integer("nodes", 1, 1000, &config.nodes);
 //   if (!status.ok()) return status;
@@ -105,8 +106,8 @@ class KeyValueConfig {
     const std::string& text = it->second.text;
     Int value = 0;
     if (!ParseDecimal(text, min, max, &value)) {
-      return Invalid(std::string(key) + ": must be " + RangeText<Int>(min, max) + ", got '" +
-                     text + "'" + Where(it->second));
+      return Invalid(std::string(key) + ": must be " + RangeText<Int>(min, max) + ", got '" + text +
+                     "'" + Where(it->second));
     }
     *out = value;
     return PluginStatus::Ok();
