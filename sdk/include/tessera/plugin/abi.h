@@ -19,15 +19,16 @@
  * Failing one request: a status other than TESSERA_OK from on_init, on_inventory or
  * on_reconcile while the host opens fails the opening; from any call after that (launch, stop,
  * resize, poll_events, telemetry, apply_mig_layout) it marks the whole plugin unhealthy: the
- * host cordons every node the plugin offers, requeues every job with tasks placed, fails the
- * launches still queued with exit code -1, and makes no further call until the plugin is
- * restarted (an isolated plugin is, after a backoff; an in-process one only when the scheduler
- * is reopened). So a non-OK status says the plugin is broken, never that one task cannot run.
- * To fail one launch (no such node or GPU, a command that cannot start, a backend that
- * said no), return TESSERA_OK and report a TASK_EXITED event for that task with a non-zero
- * exit_code; log the reason with tessera_host_log, since the host keeps only the exit code. The
- * job then fails or retries by its own retry policy and nothing else is affected. The same goes
- * for a stop that fails for one task: return TESSERA_OK and log it.
+ * host cordons every node the plugin offers, requeues every job with tasks placed, ends the
+ * failed launch and every launch asked for while unhealthy with exit code -1, and sends the
+ * plugin no new request until it is restarted (an isolated plugin is, after a backoff; an
+ * in-process one only when the scheduler is reopened). So a non-OK status says the plugin is
+ * broken, never that one task cannot run. To fail one launch (no such node or GPU, a command
+ * that cannot start, a backend that said no), return TESSERA_OK and report a TASK_EXITED event
+ * for that task with a non-zero exit_code; log the reason with tessera_host_log, since the host
+ * keeps only the exit code. The job then fails or retries by its own retry policy and nothing
+ * else is affected. The same goes for a stop that fails for one task: return TESSERA_OK and log
+ * it.
  *
  * Threads: the host never calls one plugin instance from two threads at once, except
  * on_poll_events and on_telemetry, which may overlap any other call. A plugin may call the host
