@@ -10,7 +10,8 @@
 //   cuda_driver_library = /usr/lib/x86_64-linux-gnu/libcuda.so.1  # default: libcuda.so.1
 //
 // A plain line format rather than protobuf JSON keeps the plugin free of a second schema for
-// five settings. Unknown keys and malformed values are INVALID_ARGUMENT naming the key.
+// five settings; the SDK's KeyValueConfig parses it. Unknown or repeated keys and malformed
+// values are INVALID_ARGUMENT naming the key and the line.
 #pragma once
 
 #include <cstdint>

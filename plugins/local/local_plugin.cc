@@ -13,10 +13,11 @@
 // TASK_STARTED after a launch, TASK_EXITED with the exit status, or 128 + N for a task killed by
 // signal N (143 after SIGTERM, 137 after SIGKILL). When a task's first process ends, whatever it
 // left behind in its process group is killed. A task adopted after a restart is usually no longer
-// our child: it cannot be waited for, so /proc is polled and its exit is reported with exit code
-// -1 (unknown) once it is gone. (If it is still our child, because the same process made a new
-// instance, its real status is used.) Tasks that ended while no instance watched them are absent
-// from Reconcile: the host treats them as lost.
+// our child: it cannot be waited for, so /proc is polled, and once it is gone its exit status is
+// read from the file its wrapper wrote (task_process.h); -1 (unknown) when there is none, as
+// after a SIGKILL. (If it is still our child, because the same process made a new instance, it
+// is waited for.) Tasks that ended while no instance watched them are absent from Reconcile: the
+// host treats them as lost.
 //
 // Stop sends SIGTERM to the task's process group and SIGKILL once grace_ms has passed (at once
 // for grace 0). Launch is idempotent while the task is known. Shutdown stops the monitor thread
@@ -24,7 +25,8 @@
 // since real processes use them.
 //
 // The host process should not reap children it did not start (a waitpid(-1) loop, or SIGCHLD
-// set to SIG_IGN): a task reaped behind the backend's back is reported with exit code -1.
+// set to SIG_IGN): a task reaped behind the backend's back is reported with the status its
+// wrapper wrote, or -1 when there is none.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,7 +138,8 @@ class LocalBackend final : public plugin::Plugin {
     record.log_path = logs_dir_ + "/" + TaskStem(request.ref()) + ".log";
     record.started_us = now;
     const std::vector<std::string> argv(request.command().begin(), request.command().end());
-    status = SpawnTask(argv, env, record.log_path, &record.pid);
+    status = SpawnTask(argv, env, record.log_path, ExitStatusPath(tasks_dir_, request.ref()),
+                       &record.pid);
     if (!status.ok()) return status;
     record.pgid = record.pid;
     // The child is ours until we reap it, so its /proc entry is there even if it already exited.
@@ -336,14 +339,16 @@ class LocalBackend final : public plugin::Plugin {
       if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
       return kUnknownExitCode;
     }
-    // Not our child (or reaped by someone else): watch /proc instead.
-    if (task.our_child && errno == ECHILD) return kUnknownExitCode;
-    std::optional<ProcStat> stat = ReadProcStat(pid);
-    if (!stat || stat->start_ticks != task.record.start_ticks || stat->state == 'Z' ||
-        stat->state == 'X') {
-      return kUnknownExitCode;
+    // Not our child (or reaped by someone else): watch /proc instead, and once it is gone read
+    // the status its wrapper wrote (none when SIGKILL ended the wrapper too).
+    if (!task.our_child || errno != ECHILD) {
+      std::optional<ProcStat> stat = ReadProcStat(pid);
+      if (stat && stat->start_ticks == task.record.start_ticks && stat->state != 'Z' &&
+          stat->state != 'X') {
+        return std::nullopt;
+      }
     }
-    return std::nullopt;
+    return ReadExitStatus(ExitStatusPath(tasks_dir_, task.record.ref)).value_or(kUnknownExitCode);
   }
 
   void Report(v1::BackendEvent::Kind kind, const v1::TaskRef& ref, int32_t exit_code,

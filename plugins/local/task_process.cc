@@ -5,7 +5,10 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,9 +19,46 @@ namespace tessera::local {
 namespace {
 
 constexpr const char* kRecordSuffix = ".task";
+constexpr const char* kExitStatusSuffix = ".exit";
+
+// $0 is the name ps shows, $1 the exit status file, the rest the command. A trapped signal (not
+// an ignored one) is reset to its default in the command, and the trap runs only once the
+// foreground command has ended, so the wrapper outlives the command and records how it ended.
+constexpr const char* kWrapperScript =
+    "f=$1; shift; trap : TERM INT HUP; \"$@\"; code=$?; echo \"$code\" >\"$f\"; exit \"$code\"";
 
 std::string RecordPath(const std::string& dir, const v1::TaskRef& ref) {
   return dir + "/" + TaskStem(ref) + kRecordSuffix;
+}
+
+// argv[0] as posix_spawnp would find it in the host's PATH, or why it cannot be run.
+std::optional<std::string> FindExecutable(const std::string& command, int* error) {
+  if (command.find('/') != std::string::npos) {
+    if (::access(command.c_str(), X_OK) != 0) {
+      *error = errno;
+      return std::nullopt;
+    }
+    if (std::filesystem::is_directory(command)) {
+      *error = EACCES;
+      return std::nullopt;
+    }
+    return command;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr && *path != '\0' ? path : "/usr/bin:/bin";
+  *error = ENOENT;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    const std::string candidate = dir + "/" + command;
+    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
+      return candidate;
+    }
+    if (errno == EACCES) *error = EACCES;
+    start = end + 1;
+  }
+  return std::nullopt;
 }
 
 // posix_spawn's attribute and file-action objects, destroyed on every path.
@@ -96,6 +136,23 @@ std::vector<TaskRecord> ReadTaskRecords(const std::string& dir,
 
 void RemoveTaskRecord(const std::string& dir, const v1::TaskRef& ref) {
   std::remove(RecordPath(dir, ref).c_str());
+  std::remove(ExitStatusPath(dir, ref).c_str());
+}
+
+std::string ExitStatusPath(const std::string& dir, const v1::TaskRef& ref) {
+  return dir + "/" + TaskStem(ref) + kExitStatusSuffix;
+}
+
+std::optional<int32_t> ReadExitStatus(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!std::getline(in, text)) return std::nullopt;
+  int32_t code = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), code);
+  if (error != std::errc() || end != text.data() + text.size() || code < 0 || code > 255) {
+    return std::nullopt;
+  }
+  return code;
 }
 
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
@@ -120,7 +177,19 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
 
 plugin::PluginStatus SpawnTask(const std::vector<std::string>& argv,
                                const std::vector<std::string>& env, const std::string& log_path,
-                               pid_t* pid) {
+                               const std::string& exit_status_path, pid_t* pid) {
+  // The wrapper runs the command by path, so it is looked for here, in the host's PATH, and a
+  // command that cannot run is refused as it was before there was a wrapper.
+  int missing = 0;
+  const std::optional<std::string> executable = FindExecutable(argv[0], &missing);
+  if (!executable) {
+    return plugin::PluginStatus::Error(
+        missing == ENOENT || missing == EACCES || missing == ENOTDIR ? TESSERA_INVALID_ARGUMENT
+                                                                     : TESSERA_INTERNAL,
+        "command[0]: cannot execute '" + argv[0] + "': " + std::strerror(missing));
+  }
+  std::remove(exit_status_path.c_str());  // a stale one would be read as this task's.
+
   // Open the log here first, so that an unwritable path is reported as such rather than as a
   // failed spawn.
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -150,21 +219,22 @@ plugin::PluginStatus SpawnTask(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1);
 #endif
 
+  std::vector<std::string> wrapped = {"/bin/sh",        "-c",       kWrapperScript, "tessera-task",
+                                      exit_status_path, *executable};
+  wrapped.insert(wrapped.end(), argv.begin() + 1, argv.end());
   std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : wrapped) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::vector<char*> envp;
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  // glibc's posix_spawnp reports a failed exec as its return value (it uses vfork semantics).
+  // glibc's posix_spawn reports a failed exec as its return value (it uses vfork semantics).
   const int error =
-      ::posix_spawnp(pid, args[0], &setup.actions, &setup.attr, args.data(), envp.data());
+      ::posix_spawn(pid, args[0], &setup.actions, &setup.attr, args.data(), envp.data());
   if (error != 0) {
     return plugin::PluginStatus::Error(
-        error == ENOENT || error == EACCES || error == ENOEXEC ? TESSERA_INVALID_ARGUMENT
-                                                               : TESSERA_INTERNAL,
-        "command[0]: cannot execute '" + argv[0] + "': " + std::strerror(error));
+        TESSERA_INTERNAL, "cannot start /bin/sh for '" + argv[0] + "': " + std::strerror(error));
   }
   return plugin::PluginStatus::Ok();
 }

@@ -5,6 +5,13 @@
 // A pid alone does not name a process across a restart (pids are reused), so a record also
 // keeps the process's start time from /proc/<pid>/stat (clock ticks since boot); a process
 // with that pid and a different start time is someone else.
+//
+// Only a process's parent can read its exit status, and after a restart of the host the task's
+// parent is gone. So the task's first process is a small /bin/sh wrapper that runs the command
+// in the foreground, writes its exit status to <stem>.exit beside the record, and exits with
+// it: whoever watches the task then knows how it ended, parent or not. The wrapper traps
+// SIGTERM, SIGINT and SIGHUP only to outlive the command (the command gets them at their
+// defaults); SIGKILL ends it before it can write, and the status is then unknown.
 #pragma once
 
 #include <sys/types.h>
@@ -35,7 +42,14 @@ std::string TaskStem(const v1::TaskRef& ref);
 plugin::PluginStatus WriteTaskRecord(const std::string& dir, const TaskRecord& record);
 // Every record in `dir`; unreadable ones are skipped and named in *problems.
 std::vector<TaskRecord> ReadTaskRecords(const std::string& dir, std::vector<std::string>* problems);
+// Removes the record and the exit status file of `ref`.
 void RemoveTaskRecord(const std::string& dir, const v1::TaskRef& ref);
+
+// <dir>/<stem>.exit, where the wrapper writes the task's exit status.
+std::string ExitStatusPath(const std::string& dir, const v1::TaskRef& ref);
+// The exit status the wrapper wrote to `path`: the command's exit code, or 128 + N when a signal
+// N ended it. Nothing when there is no such file or it does not hold a number.
+std::optional<int32_t> ReadExitStatus(const std::string& path);
 
 struct ProcStat {
   char state = '?';  // R, S, D, Z (zombie), X (dead), ...
@@ -46,12 +60,13 @@ struct ProcStat {
 std::optional<ProcStat> ReadProcStat(pid_t pid);
 
 // Starts argv[0] (searched in the host's PATH, not in `env`'s) with exactly `env`
-// ("NAME=value"), in a new process group it leads, stdin from /dev/null, stdout and stderr
-// appended to `log_path`, every signal at its default disposition and none blocked (whatever the
-// host ignores or blocks). Errors: INVALID_ARGUMENT when the command cannot be executed,
-// INTERNAL otherwise.
+// ("NAME=value") under the wrapper, which leads a new process group and writes the exit status
+// to `exit_status_path`; stdin from /dev/null, stdout and stderr appended to `log_path`, every
+// signal at its default disposition and none blocked (whatever the host ignores or blocks).
+// *pid is the wrapper's. Errors: INVALID_ARGUMENT when the command cannot be executed, INTERNAL
+// otherwise.
 plugin::PluginStatus SpawnTask(const std::vector<std::string>& argv,
                                const std::vector<std::string>& env, const std::string& log_path,
-                               pid_t* pid);
+                               const std::string& exit_status_path, pid_t* pid);
 
 }  // namespace tessera::local

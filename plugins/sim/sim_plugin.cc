@@ -5,7 +5,8 @@
 // host time t with simulation.duration_ms = d exits at t + d with simulation.exit_code; d = 0
 // runs until stopped. Stop(grace) ends a task at min(natural end, now + grace): a simulated task
 // spends its grace checkpointing and then exits with 143 (128 + SIGTERM), as a process ended by
-// SIGTERM would, unless its natural end comes first. Nothing happens on its own: PollEvents
+// SIGTERM would, unless its natural end comes first; with grace 0 it is killed at once and
+// exits with 137 (128 + SIGKILL). Nothing happens on its own: PollEvents
 // reports every event due by the host's now, in time order, and says in next_event_us when the
 // next one falls due, so a virtual-time host can jump straight there. No event goes through
 // emit_event, and no thread is started.
@@ -41,8 +42,10 @@ namespace {
 
 using plugin::PluginStatus;
 
-// 128 + SIGTERM: the exit code of a process ended by SIGTERM.
+// 128 + SIGTERM: the exit code of a process ended by SIGTERM (a stop with grace); 128 + SIGKILL
+// that of one killed (a stop without).
 constexpr int32_t kStoppedExitCode = 143;
+constexpr int32_t kKilledExitCode = 137;
 
 using TaskKey = std::tuple<uint64_t, int32_t, int32_t>;
 
@@ -134,7 +137,7 @@ class SimBackend final : public plugin::Plugin {
     if (task.end_us != 0 && task.end_us <= stop_at) return PluginStatus::Ok();  // ends first.
     if (task.end_us != 0) ends_.erase({task.end_us, it->first});
     task.end_us = stop_at;
-    task.exit_code = kStoppedExitCode;
+    task.exit_code = request.grace_ms() > 0 ? kStoppedExitCode : kKilledExitCode;
     ends_.emplace(task.end_us, it->first);
     return PluginStatus::Ok();
   }

@@ -1,6 +1,7 @@
 // tessera-plugin-conformance: runs the SDK's conformance kit (conformance.h) against a built
-// plugin and prints one line per check. Exit status: 0 when every check passed, 1 when one
-// failed, 2 for a usage error.
+// plugin and prints one line per check (PASS, FAIL, or SKIP: not applicable, or not run because
+// a check it needs failed). Exit status: 0 when every check passed, 1 when one failed, 2 for a
+// usage error.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,15 +18,26 @@ namespace {
 constexpr const char* kUsage =
     "usage: tessera-plugin-conformance <plugin.so> [--config FILE] [--executor-node NODE]\n"
     "                                  [--deadline-ms MS] [--event-timeout-ms MS]\n"
+    "                                  [--task-command 'ARGV...']\n"
     "  --config FILE          bytes passed to on_init (default: none)\n"
     "  --executor-node NODE   node to launch test tasks on (default: the inventory's first)\n"
     "  --deadline-ms MS       longest a single call may take (default 5000)\n"
-    "  --event-timeout-ms MS  wall time to wait for a task's exit event (default 10000)\n";
+    "  --event-timeout-ms MS  wall time to wait for a task's exit event (default 10000)\n"
+    "  --task-command ARGV    the test tasks' command, split at spaces; it must run until\n"
+    "                         stopped (default 'sleep 300')\n";
 
 int Usage(const std::string& why) {
   if (!why.empty()) std::cerr << "tessera-plugin-conformance: " << why << "\n";
   std::cerr << kUsage;
   return 2;
+}
+
+// Words separated by spaces or tabs; no quoting.
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
 }
 
 bool ParseMs(const std::string& text, std::chrono::milliseconds* out) {
@@ -70,6 +82,11 @@ int main(int argc, char** argv) {
       if (!value(&text) || !ParseMs(text, &options.event_timeout)) {
         return Usage("--event-timeout-ms needs a positive number");
       }
+    } else if (arg == "--task-command") {
+      if (!value(&text) || SplitWords(text).empty()) {
+        return Usage("--task-command needs a command");
+      }
+      options.task_command = SplitWords(text);
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage("unknown option " + arg);
     } else if (plugin.empty()) {
@@ -83,13 +100,17 @@ int main(int argc, char** argv) {
   if (plugin.find('/') == std::string::npos) plugin = "./" + plugin;
 
   int failed = 0;
+  int blocked = 0;
   const std::vector<tessera::plugin::CheckResult> results =
       tessera::plugin::RunConformance(plugin, config, options);
   for (const tessera::plugin::CheckResult& result : results) {
-    const char* verdict = !result.passed ? "FAIL" : result.skipped ? "SKIP" : "PASS";
+    const char* verdict = result.skipped ? "SKIP" : result.passed ? "PASS" : "FAIL";
     std::printf("%s %s: %s\n", verdict, result.name.c_str(), result.detail.c_str());
-    failed += result.passed ? 0 : 1;
+    failed += tessera::plugin::FailedItself(result) ? 1 : 0;
+    blocked += result.blocked_by.empty() ? 0 : 1;
   }
-  std::printf("%d of %zu checks failed\n", failed, results.size());
-  return failed == 0 ? 0 : 1;
+  std::printf("%d of %zu checks failed", failed, results.size());
+  if (blocked > 0) std::printf("; %d not run because a check they need failed", blocked);
+  std::printf("\n");
+  return failed == 0 && blocked == 0 ? 0 : 1;
 }

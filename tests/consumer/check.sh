@@ -7,7 +7,8 @@
 # libraries through their RUNPATH alone. Then it builds the worked examples of docs/embedding.md
 # (each ```cpp block after an "<!-- example: NAME.cc -->" line) and runs them: the portal on a
 # store in the scratch directory, and the virtual-time simulation. Last, the installed tesserad
-# answers the installed tessctl.
+# answers the installed tessctl, on its simulation and then on the installed sim plugin named
+# without plugin_dirs (found in the default, <libdir>/tessera/plugins of the prefix).
 # Usage: check.sh <build-dir> <source-dir>
 set -euo pipefail
 build_dir=$1
@@ -71,3 +72,30 @@ fi
 kill "$daemon"
 wait "$daemon" || true
 echo "installed tesserad and tessctl: ok"
+
+cat >"$scratch/tesserad-plugin.yaml" <<YAML
+server:
+  listen: 127.0.0.1:0
+store:
+  path: $scratch/daemon-plugin/state.db
+executor_plugin:
+  plugin: sim
+YAML
+"$prefix/bin/tesserad" --config "$scratch/tesserad-plugin.yaml" >"$scratch/tesserad-plugin.log" 2>&1 &
+daemon=$!
+url=""
+for _ in $(seq 100); do
+  url=$(grep -o 'listening on http://[0-9.:]*' "$scratch/tesserad-plugin.log" | head -n 1 | cut -d' ' -f3 || true)
+  [ -n "$url" ] && break
+  kill -0 "$daemon" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$url" ]; then
+  echo "installed tesserad did not start with executor_plugin: {plugin: sim} and no plugin_dirs:" >&2
+  cat "$scratch/tesserad-plugin.log" >&2
+  exit 1
+fi
+"$prefix/bin/tessctl" --server "$url" nodes | grep -q Ready
+kill "$daemon"
+wait "$daemon" || true
+echo "installed tesserad finds the installed sim plugin by name: ok"

@@ -31,5 +31,18 @@ step ctest --test-dir "$scratch/build" --output-on-failure
 
 plugin="$scratch/build/libtessera_plugin_noop.so"
 "$prefix/bin/tessera-plugin-conformance" "$plugin"
-"$prefix/bin/tessera-plugin-conformance" "$plugin" --config "$scratch/src/noop.conf" \
+"$prefix/bin/tessera-plugin-conformance" "$plugin" --config "$scratch/src/example.conf" \
   --executor-node noop-1
+
+# Renaming is one variable: the library, the descriptor's name, the targets and the tests follow.
+step cmake -S "$scratch/src" -B "$scratch/renamed" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release -DPLUGIN_NAME=renamed-backend "${launcher[@]}"
+step cmake --build "$scratch/renamed"
+step ctest --test-dir "$scratch/renamed" --output-on-failure
+renamed="$scratch/renamed/libtessera_plugin_renamed-backend.so"
+report=$("$prefix/bin/tessera-plugin-conformance" "$renamed" --executor-node renamed-backend-0)
+if ! grep -q '^PASS handshake: renamed-backend 1.0.0' <<<"$report"; then
+  echo "FAILED: the renamed plugin's descriptor does not say renamed-backend:" >&2
+  echo "$report" >&2
+  exit 1
+fi

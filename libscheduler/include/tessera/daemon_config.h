@@ -31,7 +31,9 @@ TESSERA_EXPORT StatusOr<v1::DaemonConfig> LoadDaemonConfig(const std::string& pa
 
 // Sets every field of `config` that is unset to its embedded default: the store in
 // ./var/tessera.db, the default priority classes and fatal XIDs, the default simulated cluster
-// (unless simulated_cluster_file or executor_plugin is set), the server on 127.0.0.1:8080.
+// (unless simulated_cluster_file or executor_plugin is set), the server on 127.0.0.1:8080, and
+// an empty plugin_dirs to the one directory an install puts plugins in,
+// <libdir>/tessera/plugins beside libtessera.
 TESSERA_EXPORT void ApplyDaemonConfigDefaults(v1::DaemonConfig* config);
 
 // Checks every value of `config`, as completed by ApplyDaemonConfigDefaults (a copy is completed

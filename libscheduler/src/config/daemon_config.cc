@@ -9,6 +9,7 @@
 #include "api/validation.h"
 #include "config/yaml_proto.h"
 #include "engine/simulated_executor.h"
+#include "plugins/plugin_library.h"
 
 namespace tessera {
 namespace {
@@ -225,6 +226,13 @@ bool IsLoopbackHost(const std::string& host) {
 
 void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   const Options defaults;
+
+  // Plugins installed beside libtessera are found by name without configuring anything.
+  if (c->plugin_dirs_size() == 0) {
+    if (std::string installed = InstalledPluginDir(); !installed.empty()) {
+      c->add_plugin_dirs(std::move(installed));
+    }
+  }
 
   v1::StoreConfig* store = c->mutable_store();
   if (!store->has_path()) store->set_path(std::string(kDefaultDaemonStorePath));

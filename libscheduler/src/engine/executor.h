@@ -68,7 +68,7 @@ class Executor {
   // The nodes this executor offers.
   virtual std::vector<v1::NodeSpec> Inventory() = 0;
   virtual void Launch(const LaunchRequest& request) = 0;
-  // Asks the task to stop; it must exit within `grace_ms`, then is killed.
+  // Asks the task to stop; it must exit within `grace_ms`, then is killed (0: now, no notice).
   virtual void Stop(const TaskRef& task, int64_t grace_ms) = 0;
   // The job now runs `tasks` tasks: some were stopped to shrink it (elastic jobs), or added to
   // grow it. Informational: frameworks that rebalance work listen for it.

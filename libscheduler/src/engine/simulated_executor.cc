@@ -112,11 +112,11 @@ void SimulatedExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
   auto it = running_.find(task);
   if (it == running_.end()) return;
   // A simulated task uses its whole grace period (to checkpoint, say) and then exits, unless
-  // it was about to end anyway. The exit is reported from a timer, never from inside the
-  // caller's stack.
+  // it was about to end anyway; with no grace it is killed at once. The exit is reported from a
+  // timer, never from inside the caller's stack.
   const TimestampUs stop_at = clock_.NowUs() + std::max<int64_t>(grace_ms, 0) * 1000;
   if (it->second.has_exit_timer && it->second.exit_at <= stop_at) return;
-  it->second.exit_code = kStoppedExitCode;
+  it->second.exit_code = grace_ms > 0 ? kStoppedExitCode : kKilledExitCode;
   ScheduleExit(*it, stop_at);
 }
 

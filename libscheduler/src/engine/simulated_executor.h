@@ -23,7 +23,9 @@ StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCl
 
 class SimulatedExecutor final : public Executor {
  public:
+  // A stopped task's exit code: 128 + SIGTERM after a grace period, 128 + SIGKILL without one.
   static constexpr int kStoppedExitCode = 143;
+  static constexpr int kKilledExitCode = 137;
 
   SimulatedExecutor(std::vector<v1::NodeSpec> nodes, TimerQueue& timers, const Clock& clock,
                     ExecutorEvents& events);

@@ -1,5 +1,7 @@
 #include "plugins/plugin_library.h"
 
+#include <dlfcn.h>
+
 #include <boost/dll/shared_library.hpp>
 #include <cstddef>
 #include <cstring>
@@ -33,6 +35,21 @@ StatusOr<std::string> Resolve(const std::string& plugin, const std::vector<std::
 }
 
 }  // namespace
+
+std::string InstalledPluginDir() {
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<const void*>(&InstalledPluginDir), &self) == 0 ||
+      self.dli_fname == nullptr) {
+    return "";
+  }
+  // The file this code was loaded from: libtessera, or the program itself when linked in
+  // statically (for which dladdr may name argv[0], so /proc/self/exe is asked instead).
+  std::error_code error;
+  std::filesystem::path file = std::filesystem::canonical(self.dli_fname, error);
+  if (error) file = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "";
+  return (file.parent_path() / "tessera" / "plugins").string();
+}
 
 Status PluginLibrary::CheckDescriptor(const tessera_plugin_descriptor* d,
                                       const std::string& where) {

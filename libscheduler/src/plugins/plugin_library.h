@@ -33,6 +33,12 @@ namespace tessera {
 
 class PluginHostProcess;
 
+// Where an install puts plugins: <libdir>/tessera/plugins, beside libtessera (<libdir>/
+// libtessera.so), which is where `cmake --install` puts Tessera's own backends and the plugin
+// template puts its plugin, under the same prefix. Found from where this code is loaded from, so
+// it holds for any install prefix. Empty when that cannot be told.
+std::string InstalledPluginDir();
+
 class PluginLibrary {
  public:
   // Finds `plugin` (a path, or a name searched in `dirs` as libtessera_plugin_<name>.so),

@@ -99,6 +99,25 @@ TEST_CASE("daemon config: no file means the embedded defaults") {
   CHECK_FALSE(options->executor_plugin.has_value());
 }
 
+// The default is where an install puts plugins: <libdir>/tessera/plugins beside libtessera. Here
+// the library is linked into this test binary, so it is beside the binary;
+// tests/consumer/check.sh shows an installed tesserad finding an installed plugin by name.
+TEST_CASE("daemon config: plugin_dirs defaults to the plugins directory beside the library") {
+  StatusOr<v1::DaemonConfig> config = LoadDaemonConfig("");
+  REQUIRE(config.ok());
+  const std::filesystem::path binary = std::filesystem::canonical("/proc/self/exe");
+  REQUIRE(config->plugin_dirs_size() == 1);
+  CHECK(config->plugin_dirs(0) == (binary.parent_path() / "tessera" / "plugins").string());
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  CHECK(options->plugin_dirs == std::vector<std::string>{config->plugin_dirs(0)});
+
+  StatusOr<v1::DaemonConfig> listed = LoadYaml("plugin_dirs: [/opt/plugins]\n");
+  REQUIRE(listed.ok());
+  CHECK(std::vector<std::string>(listed->plugin_dirs().begin(), listed->plugin_dirs().end()) ==
+        std::vector<std::string>{"/opt/plugins"});  // a list replaces the default.
+}
+
 TEST_CASE("daemon config: an explicit zero is kept, not replaced by the default") {
   StatusOr<v1::DaemonConfig> config =
       LoadYaml("engine: {max_reservations: 0}\npreemption: {enabled: false, min_runtime_s: 0}\n");

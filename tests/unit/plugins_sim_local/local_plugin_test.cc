@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/temp_dir.h"
@@ -166,6 +167,24 @@ TEST_CASE("local: a task ignoring SIGTERM is killed when its grace runs out") {
   CHECK(ReadFile(LogPath(dir, 3)).find("survived") == std::string::npos);
 }
 
+// Grace 0 is what the host sends for a job without checkpoint_grace_s: kill now, no notice. A
+// backend that sent SIGTERM first, or waited a default grace, would let the trap run or keep
+// the task alive past the check.
+TEST_CASE("local: a stop with grace 0 kills at once, without SIGTERM first") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  REQUIRE(host->Launch(Shell(4,
+                             "trap 'echo got-sigterm' TERM; echo ready; "
+                             "while true; do sleep 1; done"))
+              .ok());
+  REQUIRE(AwaitText(LogPath(dir, 4), "ready"));
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(host->Stop(StopOf(4, 0)).ok());
+  CHECK(ExitCodeOf(*host, 4) == 137);  // 128 + SIGKILL
+  CHECK(std::chrono::steady_clock::now() - start < milliseconds(1'000));
+  CHECK(ReadFile(LogPath(dir, 4)).find("got-sigterm") == std::string::npos);
+}
+
 TEST_CASE("local: a task sees its GPUs in CUDA_VISIBLE_DEVICES and its env") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> host =
@@ -219,18 +238,29 @@ TEST_CASE("local: after a restart a new instance finds the running task and can 
   CHECK(std::filesystem::is_empty(dir.path() / "tasks"));
 }
 
-TEST_CASE("local: a task adopted from a host process that died is reported with exit -1") {
+// A host process that launches tasks and dies without shutting down: the tasks are orphaned, so
+// the next instance cannot wait for them. It watches /proc, and reads how each ended from the
+// file its wrapper wrote: a task that succeeded while adopted is reported as succeeded.
+TEST_CASE("local: a task adopted from a host process that died is reported with its real status") {
   testing::TempDir dir("local-plugin");
-  // A host process that launches a task and dies without shutting down: the task is orphaned,
-  // so the next instance cannot wait for it and watches /proc instead.
+  const std::string go = dir.File("go");
+  const std::string wait_for_go = "while [ ! -e " + go + " ]; do sleep 0.02; done; ";
   const pid_t crashed_host = ::fork();
   REQUIRE(crashed_host >= 0);
   if (crashed_host == 0) {
     std::unique_ptr<FakeHost> host;
     if (!FakeHost::Open(testing::PluginPath("local"), &host).ok()) ::_exit(2);
     if (!host->Init(Config(dir)).ok()) ::_exit(3);
-    if (!host->Launch(Shell(10, "exec sleep 30")).ok()) ::_exit(4);
-    if (!host->WaitForEvent(v1::BackendEvent::TASK_STARTED, Ref(10), kEventTimeout)) ::_exit(5);
+    const std::pair<uint64_t, std::string> tasks[] = {{10, wait_for_go + "exit 0"},
+                                                      {11, wait_for_go + "exit 3"},
+                                                      {12, "exec sleep 30"},
+                                                      {13, "exec sleep 30"}};
+    for (const auto& [job, script] : tasks) {
+      if (!host->Launch(Shell(job, script)).ok()) ::_exit(4);
+      if (!host->WaitForEvent(v1::BackendEvent::TASK_STARTED, Ref(job), kEventTimeout)) {
+        ::_exit(5);
+      }
+    }
     ::_exit(0);
   }
   int status = 0;
@@ -239,10 +269,17 @@ TEST_CASE("local: a task adopted from a host process that died is reported with 
   REQUIRE(WEXITSTATUS(status) == 0);
 
   std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
-  CHECK(LiveJobs(*host) == std::vector<uint64_t>{10});
-  REQUIRE(host->Stop(StopOf(10, 5'000)).ok());
-  CHECK(ExitCodeOf(*host, 10) == -1);
+  CHECK(LiveJobs(*host) == std::vector<uint64_t>{10, 11, 12, 13});
+  std::ofstream(go).put('\n');
+  CHECK(ExitCodeOf(*host, 10) == 0);
+  CHECK(ExitCodeOf(*host, 11) == 3);
+  REQUIRE(host->Stop(StopOf(12, 5'000)).ok());
+  CHECK(ExitCodeOf(*host, 12) == 143);  // the command's own end, on SIGTERM.
+  // SIGKILL ends the wrapper with the command, before it can write: unknown.
+  REQUIRE(host->Stop(StopOf(13, 0)).ok());
+  CHECK(ExitCodeOf(*host, 13) == -1);
   CHECK(LiveJobs(*host).empty());
+  CHECK(std::filesystem::is_empty(dir.path() / "tasks"));  // records and status files removed.
 }
 
 TEST_CASE("local: a record whose pid now names another process is dropped") {
@@ -370,8 +407,24 @@ TEST_CASE("local: passes the SDK's conformance kit") {
   for (const plugin::CheckResult& result :
        plugin::RunConformance(testing::PluginPath("local"), Config(dir))) {
     CAPTURE(result.name);
-    CHECK_MESSAGE(result.passed, result.detail);
+    CHECK_MESSAGE(!plugin::FailedItself(result), result.detail);  // not blocked ones: one cause.
   }
+}
+
+TEST_CASE("local: the conformance kit runs the task command it is given") {
+  testing::TempDir dir("local-plugin");
+  plugin::ConformanceOptions options;
+  options.task_command = {"/bin/sh", "-c", "echo kit-task-ran; exec sleep 300"};
+  for (const plugin::CheckResult& result :
+       plugin::RunConformance(testing::PluginPath("local"), Config(dir), options)) {
+    CAPTURE(result.name);
+    CHECK_MESSAGE(!plugin::FailedItself(result), result.detail);
+  }
+  int ran = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "logs")) {
+    ran += ReadFile(entry.path().string()).find("kit-task-ran") != std::string::npos;
+  }
+  CHECK(ran > 0);
 }
 
 }  // namespace

@@ -16,6 +16,20 @@
  * the side that allocated it. Every function returns a tessera_status; on failure it may write
  * a human-readable message (UTF-8, no terminator needed) to its `error` sink.
  *
+ * Failing one request: a status other than TESSERA_OK from on_init, on_inventory or
+ * on_reconcile while the host opens fails the opening; from any call after that (launch, stop,
+ * resize, poll_events, telemetry, apply_mig_layout) it marks the whole plugin unhealthy: the
+ * host cordons every node the plugin offers, requeues every job with tasks placed, ends the
+ * failed launch and every launch asked for while unhealthy with exit code -1, and sends the
+ * plugin no new request until it is restarted (an isolated plugin is, after a backoff; an
+ * in-process one only when the scheduler is reopened). So a non-OK status says the plugin is
+ * broken, never that one task cannot run. To fail one launch (no such node or GPU, a command
+ * that cannot start, a backend that said no), return TESSERA_OK and report a TASK_EXITED event
+ * for that task with a non-zero exit_code; log the reason with tessera_host_log, since the host
+ * keeps only the exit code. The job then fails or retries by its own retry policy and nothing
+ * else is affected. The same goes for a stop that fails for one task: return TESSERA_OK and log
+ * it.
+ *
  * Threads: the host never calls one plugin instance from two threads at once, except
  * on_poll_events and on_telemetry, which may overlap any other call. A plugin may call the host
  * callbacks from any thread, at any time between on_init's return and on_shutdown's return.
@@ -117,10 +131,15 @@ typedef struct tessera_plugin_descriptor {
   tessera_status (*tessera_plugin_on_inventory)(tessera_plugin_instance* instance,
                                                 tessera_sink* out, tessera_sink* error);
   /* `request` is tessera.v1.LaunchTask. Idempotent per TaskRef: a second launch of a task that
-   * exists succeeds without running it twice. Started and exit reports come as events. */
+   * exists succeeds without running it twice. Started and exit reports come as events. A task
+   * that cannot run answers TESSERA_OK and a TASK_EXITED event with a non-zero exit code; a
+   * non-OK return marks the whole plugin unhealthy (see "Failing one request" above). */
   tessera_status (*tessera_plugin_on_launch)(tessera_plugin_instance* instance,
                                              tessera_bytes request, tessera_sink* error);
-  /* `request` is tessera.v1.StopTask. Stopping a task that is gone succeeds. */
+  /* `request` is tessera.v1.StopTask. Stopping a task that is gone succeeds. grace_ms is the
+   * notice the task gets (SIGTERM, say) before it is killed; 0 means kill it now, with no
+   * notice (what the host sends for a job without checkpoint_grace_s, and for a task of an
+   * attempt it has replaced). */
   tessera_status (*tessera_plugin_on_stop)(tessera_plugin_instance* instance, tessera_bytes request,
                                            tessera_sink* error);
   /* `request` is tessera.v1.ResizeJob. May be NULL. */

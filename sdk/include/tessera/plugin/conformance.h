@@ -8,6 +8,11 @@
 // reports the slowest call of each kind over all checks. After each check the child's process
 // group is killed, so tasks a plugin leaks in that group do not outlive the check.
 //
+// Checks build on each other: launch_is_idempotent needs a launch that works, and so on. A check
+// whose prerequisite failed (or was itself not run) is not run, and reports so, naming the
+// failed check, so that one root cause is one failure. A failure names the call, the tessera.v1
+// message and the field that was wrong, and the status by name.
+//
 // Thread safety: RunConformance forks. Call it from a process that has no other threads
 // running (the tool does), or the children may inherit locks held by those threads.
 #pragma once
@@ -57,14 +62,26 @@ struct ConformanceOptions {
   // Launch/stop pairs made while other threads poll events and telemetry: at least this many,
   // and more for up to 200 ms (at most 25 times as many).
   int concurrency_rounds = 20;
+  // LaunchTask.command of the test tasks: it must run until stopped (a minute is plenty) on the
+  // backend's nodes. A backend that runs commands in a container image, say, needs one the image
+  // has. Backends that ignore commands (the sim) ignore it.
+  std::vector<std::string> task_command = {"sleep", "300"};
 };
 
 struct CheckResult {
   std::string name;
   bool passed = false;
-  bool skipped = false;  // did not apply to this plugin (passed is true).
+  // Not run: it does not apply to this plugin (passed is true, blocked_by empty), or a check it
+  // needs failed (passed is false, blocked_by names the check that failed).
+  bool skipped = false;
   std::string detail;
+  std::string blocked_by;
 };
+
+// Whether `result` is a failure of its own: failed, and not merely blocked by another failure.
+inline bool FailedItself(const CheckResult& result) {
+  return !result.passed && result.blocked_by.empty();
+}
 
 namespace conformance_detail {
 
@@ -82,16 +99,17 @@ struct Skip {
 inline void Expect(bool condition, const std::string& why) {
   if (!condition) throw Failure{why};
 }
+// `what` names the call and its request, e.g. "on_stop(StopTask for TaskRef{...})".
 inline void ExpectOk(const PluginStatus& status, const std::string& what) {
   if (!status.ok()) {
-    throw Failure{what + " failed: code " + std::to_string(status.code) + ": " + status.message};
+    throw Failure{what + " returned " + StatusName(status.code) +
+                  (status.message.empty() ? "" : ": " + status.message)};
   }
 }
 inline void ExpectCode(const PluginStatus& status, tessera_status code, const std::string& what) {
   if (status.code != code) {
-    throw Failure{what + ": expected code " + std::to_string(code) + ", got " +
-                  std::to_string(status.code) + (status.message.empty() ? "" : ": ") +
-                  status.message};
+    throw Failure{what + ": expected " + StatusName(code) + ", got " + StatusName(status.code) +
+                  (status.message.empty() ? "" : ": " + status.message)};
   }
 }
 
@@ -142,7 +160,7 @@ struct Context {
   std::unique_ptr<FakeHost> host;
   uint64_t job_base = 0;  // job numbers for test tasks, distinct per check and per run.
 
-  void Init() { ExpectOk(host->Init(config), "init with the given config"); }
+  void Init() { ExpectOk(host->Init(config), "on_init with the given config"); }
   void RequireExecutor() {
     if (!host->Declares(TESSERA_PLUGIN_KIND_EXECUTOR)) throw Skip{"not an executor"};
   }
@@ -155,16 +173,23 @@ struct Context {
     return ref;
   }
   static std::string Describe(const v1::TaskRef& ref) {
-    return "task " + std::to_string(ref.job()) + "/" + std::to_string(ref.attempt()) + "/" +
-           std::to_string(ref.task());
+    return "TaskRef{job " + std::to_string(ref.job()) + ", attempt " +
+           std::to_string(ref.attempt()) + ", task " + std::to_string(ref.task()) + "}";
+  }
+  static std::string LaunchOf(const v1::TaskRef& ref, const std::string& node) {
+    return "on_launch(LaunchTask for " + Describe(ref) + " on node '" + node + "')";
+  }
+  static std::string StopOf(const v1::TaskRef& ref) {
+    return "on_stop(StopTask for " + Describe(ref) + ")";
   }
 
   // The node to launch on: --executor-node, or the inventory's first.
   std::string Node() {
     if (!options.executor_node.empty()) return options.executor_node;
     v1::Inventory inventory;
-    ExpectOk(host->Inventory(&inventory), "inventory");
-    Expect(inventory.nodes_size() > 0, "the inventory has no nodes to launch a task on");
+    ExpectOk(host->Inventory(&inventory), "on_inventory");
+    Expect(inventory.nodes_size() > 0,
+           "Inventory.nodes from on_inventory is empty: no node to launch a test task on");
     return inventory.nodes(0).name();
   }
 
@@ -175,14 +200,13 @@ struct Context {
     launch.set_node(node);
     launch.set_cpu_milli(100);
     launch.set_memory_mib(64);
-    launch.add_command("sleep");
-    launch.add_command("300");
+    for (const std::string& arg : options.task_command) launch.add_command(arg);
     (*launch.mutable_env())["TESSERA_CONFORMANCE"] = "1";
     launch.set_job_name("tessera-conformance");
     launch.mutable_simulation()->set_duration_ms(0);  // until cancelled.
     return launch;
   }
-  v1::StopTask StopOf(const v1::TaskRef& ref) const {
+  v1::StopTask Stop(const v1::TaskRef& ref) const {
     v1::StopTask stop;
     *stop.mutable_ref() = ref;
     stop.set_grace_ms(1000);
@@ -191,7 +215,7 @@ struct Context {
 
   int CountLive(const v1::TaskRef& ref) {
     v1::LiveTasks live;
-    ExpectOk(host->Reconcile(&live), "reconcile");
+    ExpectOk(host->Reconcile(&live), "on_reconcile");
     int count = 0;
     for (const v1::TaskRef& t : live.tasks()) count += FakeHost::SameTask(t, ref) ? 1 : 0;
     return count;
@@ -203,7 +227,7 @@ struct Context {
     const auto give_up = SteadyClock::now() + options.event_timeout;
     while (true) {
       v1::BackendEvents polled;
-      ExpectOk(host->PollEvents(&polled), "poll_events");
+      ExpectOk(host->PollEvents(&polled), "on_poll_events");
       if (host->WaitForEvent(kind, ref, milliseconds(0))) return true;
       if (SteadyClock::now() >= give_up) return false;
       if (polled.next_event_us() > host->NowUs()) {
@@ -216,10 +240,12 @@ struct Context {
   }
 };
 
-// A check: throws Failure or Skip, or returns the detail of a pass.
+// A check: throws Failure or Skip, or returns the detail of a pass. It runs only when every
+// check in `needs` passed or did not apply.
 struct Check {
   const char* name;
   std::string (*body)(Context&);
+  std::vector<const char*> needs;
 };
 
 inline std::string KindsText(uint32_t kinds) {
@@ -282,13 +308,14 @@ inline std::string CheckHandshake(Context& c) {
   const tessera_plugin_descriptor& d = c.host->descriptor();
   const uint32_t known = TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER |
                          TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER;
-  Expect(d.kinds != 0, "the descriptor declares no kind");
+  Expect(d.kinds != 0, "tessera_plugin_descriptor.kinds is 0: the plugin declares no kind");
   Expect((d.kinds & ~known) == 0 || d.abi_minor > TESSERA_PLUGIN_ABI_MINOR,
-         "unknown kind bits " + std::to_string(d.kinds & ~known) + " at ABI minor " +
-             std::to_string(d.abi_minor));
+         "tessera_plugin_descriptor.kinds has unknown bits " + std::to_string(d.kinds & ~known) +
+             " at ABI minor " + std::to_string(d.abi_minor));
   for (const KindFunction& f : KindFunctions()) {
     Expect(!(d.kinds & f.kind) || !f.required || f.present(d),
-           std::string(f.name) + " is NULL but the plugin declares " + KindsText(f.kind));
+           "tessera_plugin_descriptor.tessera_plugin_" + std::string(f.name) +
+               " is NULL but the plugin declares " + KindsText(f.kind));
   }
   return c.host->name() + " " + c.host->version() + ", ABI " + std::to_string(d.abi_major) + "." +
          std::to_string(d.abi_minor) + ", struct_size " + std::to_string(d.struct_size) + ", " +
@@ -301,8 +328,8 @@ inline std::string CheckUndeclaredKindsNull(Context& c) {
   for (const KindFunction& f : KindFunctions()) {
     if (d.kinds & f.kind) continue;
     ++checked;
-    Expect(!f.present(d),
-           std::string(f.name) + " is set but the plugin does not declare " + KindsText(f.kind));
+    Expect(!f.present(d), "tessera_plugin_descriptor.tessera_plugin_" + std::string(f.name) +
+                              " is set but the plugin does not declare " + KindsText(f.kind));
   }
   return std::to_string(checked) + " functions of undeclared kinds are NULL";
 }
@@ -314,8 +341,10 @@ inline std::string CheckInit(Context& c) {
 
 inline std::string CheckInitRejectsGarbageConfig(Context& c) {
   PluginStatus status = c.host->Init(GarbageConfig());
-  ExpectCode(status, TESSERA_INVALID_ARGUMENT, "init with garbage config");
-  Expect(!status.message.empty(), "the error has no message");
+  ExpectCode(status, TESSERA_INVALID_ARGUMENT, "on_init with config bytes no format accepts");
+  Expect(!status.message.empty(),
+         "on_init with garbage config returned INVALID_ARGUMENT but wrote no message to its "
+         "error sink");
   return "INVALID_ARGUMENT: " + status.message;
 }
 
@@ -331,7 +360,7 @@ inline std::string CheckShutdownAfterInit(Context& c) {
 inline std::string CheckReinitAfterShutdown(Context& c) {
   c.Init();
   c.host->Shutdown();
-  ExpectOk(c.host->Init(c.config), "a second init after shutdown");
+  ExpectOk(c.host->Init(c.config), "a second on_init after on_shutdown");
   return std::string("a second instance starts after the first shut down");
 }
 
@@ -339,17 +368,24 @@ inline std::string CheckInventory(Context& c) {
   c.RequireExecutor();
   c.Init();
   v1::Inventory inventory;
-  ExpectOk(c.host->Inventory(&inventory), "inventory");
-  std::set<std::string> names;
+  ExpectOk(c.host->Inventory(&inventory), "on_inventory");
+  std::map<std::string, int> names;
   int gpus = 0;
-  for (const v1::NodeSpec& node : inventory.nodes()) {
-    Expect(!node.name().empty(), "a node has no name");
-    Expect(names.insert(node.name()).second, "node name '" + node.name() + "' appears twice");
+  for (int i = 0; i < inventory.nodes_size(); ++i) {
+    const v1::NodeSpec& node = inventory.nodes(i);
+    const std::string field = "Inventory.nodes[" + std::to_string(i) + "].name";
+    Expect(!node.name().empty(), field + " is empty");
+    const auto [first, added] = names.emplace(node.name(), i);
+    Expect(added, field + " '" + node.name() + "' is also Inventory.nodes[" +
+                      std::to_string(first->second) + "].name");
     gpus += node.gpus_size();
   }
   if (!c.options.executor_node.empty()) {
+    std::string listed;
+    for (const auto& [name, index] : names) listed += (listed.empty() ? "" : ", ") + name;
     Expect(names.count(c.options.executor_node) == 1,
-           "--executor-node '" + c.options.executor_node + "' is not in the inventory");
+           "--executor-node '" + c.options.executor_node +
+               "' is not the name of any Inventory.nodes[] (" + listed + ")");
   }
   return std::to_string(inventory.nodes_size()) + " node(s), " + std::to_string(gpus) +
          " GPU(s), names unique";
@@ -360,9 +396,11 @@ inline std::string CheckLaunchThenReconcile(Context& c) {
   c.Init();
   const std::string node = c.Node();
   const v1::TaskRef ref = c.Ref(0);
-  ExpectOk(c.host->Launch(c.Task(ref, node)), "launch on " + node);
-  Expect(c.CountLive(ref) == 1, "reconcile does not list the launched " + c.Describe(ref));
-  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
+  ExpectOk(c.host->Launch(c.Task(ref, node)), c.LaunchOf(ref, node));
+  const int live = c.CountLive(ref);
+  Expect(live == 1, "LiveTasks.tasks from on_reconcile lists " + c.Describe(ref) + " " +
+                        std::to_string(live) + " times after on_launch accepted it; expected once");
+  ExpectOk(c.host->Stop(c.Stop(ref)), c.StopOf(ref));
   return c.Describe(ref) + " launched on " + node + " and reconciled";
 }
 
@@ -371,49 +409,56 @@ inline std::string CheckLaunchIsIdempotent(Context& c) {
   c.Init();
   const std::string node = c.Node();
   const v1::TaskRef ref = c.Ref(0);
-  ExpectOk(c.host->Launch(c.Task(ref, node)), "first launch");
-  ExpectOk(c.host->Launch(c.Task(ref, node)), "second launch, same ref");
+  ExpectOk(c.host->Launch(c.Task(ref, node)), c.LaunchOf(ref, node));
+  ExpectOk(c.host->Launch(c.Task(ref, node)), "a second " + c.LaunchOf(ref, node));
   const int live = c.CountLive(ref);
-  Expect(live == 1,
-         "reconcile lists the task " + std::to_string(live) + " times after two launches");
+  Expect(live == 1, "LiveTasks.tasks from on_reconcile lists " + c.Describe(ref) + " " +
+                        std::to_string(live) + " times after two launches of it; expected once");
   v1::BackendEvents polled;
-  ExpectOk(c.host->PollEvents(&polled), "poll_events");
+  ExpectOk(c.host->PollEvents(&polled), "on_poll_events");
   int started = 0;
   for (const v1::BackendEvent& e : c.host->events()) {
     started += e.kind() == v1::BackendEvent::TASK_STARTED && FakeHost::SameTask(e.ref(), ref);
   }
-  Expect(started <= 1, std::to_string(started) + " TASK_STARTED events for one task");
-  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
+  Expect(started <= 1, std::to_string(started) + " BackendEvents of kind TASK_STARTED for " +
+                           c.Describe(ref) + " after two launches of it; expected at most one");
+  ExpectOk(c.host->Stop(c.Stop(ref)), c.StopOf(ref));
   return std::string("a second launch of the same ref runs nothing twice");
 }
 
 inline std::string CheckStopReportsExit(Context& c) {
   c.RequireExecutor();
   c.Init();
+  const std::string node = c.Node();
   const v1::TaskRef ref = c.Ref(0);
-  ExpectOk(c.host->Launch(c.Task(ref, c.Node())), "launch");
-  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
+  ExpectOk(c.host->Launch(c.Task(ref, node)), c.LaunchOf(ref, node));
+  ExpectOk(c.host->Stop(c.Stop(ref)), c.StopOf(ref));
   Expect(c.AwaitEvent(v1::BackendEvent::TASK_EXITED, ref),
-         "no TASK_EXITED for the stopped task within " +
-             std::to_string(c.options.event_timeout.count()) + " ms");
+         "no BackendEvent of kind TASK_EXITED for " + c.Describe(ref) +
+             ", emitted or polled, within " + std::to_string(c.options.event_timeout.count()) +
+             " ms after on_stop");
   return std::string("TASK_EXITED arrived after stop");
 }
 
 inline std::string CheckReconcileForgetsExited(Context& c) {
   c.RequireExecutor();
   c.Init();
+  const std::string node = c.Node();
   const v1::TaskRef ref = c.Ref(0);
-  ExpectOk(c.host->Launch(c.Task(ref, c.Node())), "launch");
-  ExpectOk(c.host->Stop(c.StopOf(ref)), "stop");
-  Expect(c.AwaitEvent(v1::BackendEvent::TASK_EXITED, ref), "no TASK_EXITED for the stopped task");
-  Expect(c.CountLive(ref) == 0, "reconcile still lists the exited task");
+  ExpectOk(c.host->Launch(c.Task(ref, node)), c.LaunchOf(ref, node));
+  ExpectOk(c.host->Stop(c.Stop(ref)), c.StopOf(ref));
+  Expect(c.AwaitEvent(v1::BackendEvent::TASK_EXITED, ref),
+         "no BackendEvent of kind TASK_EXITED for " + c.Describe(ref) + " after on_stop");
+  Expect(c.CountLive(ref) == 0, "LiveTasks.tasks from on_reconcile still lists " + c.Describe(ref) +
+                                    " after its TASK_EXITED");
   return std::string("an exited task is no longer reconciled");
 }
 
 inline std::string CheckStopUnknownTask(Context& c) {
   c.RequireExecutor();
   c.Init();
-  ExpectOk(c.host->Stop(c.StopOf(c.Ref(7))), "stop of a task never launched");
+  const v1::TaskRef ref = c.Ref(7);
+  ExpectOk(c.host->Stop(c.Stop(ref)), c.StopOf(ref) + ", a task never launched,");
   return std::string("stopping a task that is gone succeeds");
 }
 
@@ -421,7 +466,7 @@ inline std::string CheckMalformedLaunch(Context& c) {
   c.RequireExecutor();
   c.Init();
   ExpectCode(c.host->SendRequestBytes(FakeHost::RequestCall::kLaunch, MalformedRequest()),
-             TESSERA_INVALID_ARGUMENT, "launch with malformed bytes");
+             TESSERA_INVALID_ARGUMENT, "on_launch with bytes that are not a LaunchTask");
   return std::string("INVALID_ARGUMENT");
 }
 
@@ -429,26 +474,35 @@ inline std::string CheckMalformedStop(Context& c) {
   c.RequireExecutor();
   c.Init();
   ExpectCode(c.host->SendRequestBytes(FakeHost::RequestCall::kStop, MalformedRequest()),
-             TESSERA_INVALID_ARGUMENT, "stop with malformed bytes");
+             TESSERA_INVALID_ARGUMENT, "on_stop with bytes that are not a StopTask");
   return std::string("INVALID_ARGUMENT");
 }
 
 inline std::string CheckMalformedOtherRequests(Context& c) {
   const tessera_plugin_descriptor& d = c.host->descriptor();
   using Call = FakeHost::RequestCall;
-  const std::vector<std::pair<Call, const char*>> calls = {
-      {Call::kResize, d.tessera_plugin_on_resize ? "resize" : nullptr},
-      {Call::kApplyMigLayout, d.tessera_plugin_on_apply_mig_layout ? "apply_mig_layout" : nullptr},
-      {Call::kProvision, d.tessera_plugin_on_provision ? "provision" : nullptr},
-      {Call::kDeprovision, d.tessera_plugin_on_deprovision ? "deprovision" : nullptr},
+  struct Request {
+    Call call;
+    bool present;
+    const char* function;
+    const char* message;
+  };
+  const std::vector<Request> calls = {
+      {Call::kResize, d.tessera_plugin_on_resize != nullptr, "on_resize", "ResizeJob"},
+      {Call::kApplyMigLayout, d.tessera_plugin_on_apply_mig_layout != nullptr,
+       "on_apply_mig_layout", "MigLayoutRequest"},
+      {Call::kProvision, d.tessera_plugin_on_provision != nullptr, "on_provision",
+       "ProvisionRequest"},
+      {Call::kDeprovision, d.tessera_plugin_on_deprovision != nullptr, "on_deprovision",
+       "DeprovisionRequest"},
   };
   std::string tried;
-  for (const auto& [call, name] : calls) {
-    if (name == nullptr) continue;
+  for (const Request& r : calls) {
+    if (!r.present) continue;
     if (tried.empty()) c.Init();
-    ExpectCode(c.host->SendRequestBytes(call, MalformedRequest()), TESSERA_INVALID_ARGUMENT,
-               std::string(name) + " with malformed bytes");
-    tried += (tried.empty() ? "" : ", ") + std::string(name);
+    ExpectCode(c.host->SendRequestBytes(r.call, MalformedRequest()), TESSERA_INVALID_ARGUMENT,
+               std::string(r.function) + " with bytes that are not a " + r.message);
+    tried += (tried.empty() ? "" : ", ") + std::string(r.function);
   }
   if (tried.empty()) throw Skip{"no resize, partitioner or provider calls"};
   return "INVALID_ARGUMENT from " + tried;
@@ -463,20 +517,24 @@ inline std::string CheckConcurrentPollAndTelemetry(Context& c) {
   std::atomic<int64_t> polls{0}, readings{0};
   std::mutex mu;
   std::string error;
-  auto record = [&](const PluginStatus& status, const char* what) {
+  auto record = [&](const PluginStatus& status, const std::string& what) {
     if (status.ok()) return;
     std::lock_guard<std::mutex> lock(mu);
-    if (error.empty()) error = std::string(what) + " failed: " + status.message;
+    if (error.empty()) {
+      error = what + " returned " + StatusName(status.code) +
+              (status.message.empty() ? "" : ": " + status.message) +
+              " while other calls were running";
+    }
   };
   std::thread poller([&] {
     while (!done.load()) {
-      record(c.host->PollEvents(nullptr), "poll_events");
+      record(c.host->PollEvents(nullptr), "on_poll_events");
       ++polls;
     }
   });
   std::thread reader([&] {
     while (telemetry && !done.load()) {
-      record(c.host->Telemetry(nullptr), "telemetry");
+      record(c.host->Telemetry(nullptr), "on_telemetry");
       ++readings;
     }
   });
@@ -492,8 +550,8 @@ inline std::string CheckConcurrentPollAndTelemetry(Context& c) {
   while (rounds < c.options.concurrency_rounds ||
          (SteadyClock::now() < until && rounds < 25 * c.options.concurrency_rounds)) {
     const v1::TaskRef ref = c.Ref(100 + rounds++);
-    record(c.host->Launch(c.Task(ref, node)), "launch");
-    record(c.host->Stop(c.StopOf(ref)), "stop");
+    record(c.host->Launch(c.Task(ref, node)), c.LaunchOf(ref, node));
+    record(c.host->Stop(c.Stop(ref)), c.StopOf(ref));
   }
   done.store(true);
   poller.join();
@@ -504,24 +562,27 @@ inline std::string CheckConcurrentPollAndTelemetry(Context& c) {
          " telemetry calls";
 }
 
+// In order; a check comes after those it needs.
 inline std::vector<Check> Checks() {
   return {
-      {"handshake", &CheckHandshake},
-      {"undeclared_kinds_null", &CheckUndeclaredKindsNull},
-      {"init", &CheckInit},
-      {"init_rejects_garbage_config", &CheckInitRejectsGarbageConfig},
-      {"shutdown_after_init", &CheckShutdownAfterInit},
-      {"reinit_after_shutdown", &CheckReinitAfterShutdown},
-      {"inventory", &CheckInventory},
-      {"launch_then_reconcile", &CheckLaunchThenReconcile},
-      {"launch_is_idempotent", &CheckLaunchIsIdempotent},
-      {"stop_reports_exit", &CheckStopReportsExit},
-      {"reconcile_forgets_exited", &CheckReconcileForgetsExited},
-      {"stop_unknown_task", &CheckStopUnknownTask},
-      {"malformed_launch", &CheckMalformedLaunch},
-      {"malformed_stop", &CheckMalformedStop},
-      {"malformed_other_requests", &CheckMalformedOtherRequests},
-      {"concurrent_poll_and_telemetry", &CheckConcurrentPollAndTelemetry},
+      {"handshake", &CheckHandshake, {}},
+      {"undeclared_kinds_null", &CheckUndeclaredKindsNull, {"handshake"}},
+      {"init", &CheckInit, {"handshake"}},
+      {"init_rejects_garbage_config", &CheckInitRejectsGarbageConfig, {"handshake"}},
+      {"shutdown_after_init", &CheckShutdownAfterInit, {"init"}},
+      {"reinit_after_shutdown", &CheckReinitAfterShutdown, {"init"}},
+      {"inventory", &CheckInventory, {"init"}},
+      {"launch_then_reconcile", &CheckLaunchThenReconcile, {"inventory"}},
+      {"launch_is_idempotent", &CheckLaunchIsIdempotent, {"launch_then_reconcile"}},
+      {"stop_reports_exit", &CheckStopReportsExit, {"launch_then_reconcile"}},
+      {"reconcile_forgets_exited", &CheckReconcileForgetsExited, {"stop_reports_exit"}},
+      {"stop_unknown_task", &CheckStopUnknownTask, {"init"}},
+      {"malformed_launch", &CheckMalformedLaunch, {"init"}},
+      {"malformed_stop", &CheckMalformedStop, {"init"}},
+      {"malformed_other_requests", &CheckMalformedOtherRequests, {"init"}},
+      {"concurrent_poll_and_telemetry",
+       &CheckConcurrentPollAndTelemetry,
+       {"launch_then_reconcile"}},
   };
 }
 
@@ -707,7 +768,7 @@ inline ChildReport RunInChild(const Check& check, const std::string& path,
 
 inline CheckResult LatencyResult(const std::map<std::string, FakeHost::CallStats>& stats,
                                  milliseconds deadline) {
-  CheckResult result{"call_latency", true, false, ""};
+  CheckResult result{"call_latency", true, false, "", ""};
   std::string slow;
   std::string all;
   char text[64];
@@ -729,7 +790,9 @@ inline CheckResult LatencyResult(const std::map<std::string, FakeHost::CallStats
 
 // Runs every check against the plugin at `plugin_path`, passing `config` to on_init, and returns
 // one result per check, in order, the last being call_latency (the slowest call of each kind
-// against options.deadline). Never throws for a plugin's misbehaviour; that is a failed check.
+// against options.deadline). A check whose prerequisite failed is not run: its result has
+// skipped set, passed false and blocked_by naming the failed check (FailedItself tells the two
+// kinds of failure apart). Never throws for a plugin's misbehaviour; that is a failed check.
 inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
                                                const std::string& config,
                                                const ConformanceOptions& options = {}) {
@@ -741,14 +804,28 @@ inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
        1'000'000'000ULL) *
       1000ULL;
   uint64_t job = run_base;
-  bool handshake_failed = false;
+  // For each check that did not pass: the check whose failure is the cause (itself, or the
+  // failed check that blocked it).
+  std::map<std::string, std::string> failed_because;
   for (const cd::Check& check : cd::Checks()) {
-    if (handshake_failed) {
-      results.push_back({check.name, false, false, "not run: the handshake failed"});
+    std::string blocked_by;
+    std::string detail;
+    for (const std::string need : check.needs) {
+      if (auto it = failed_because.find(need); it != failed_because.end()) {
+        blocked_by = it->second;
+        detail = "not run: it needs " + need +
+                 (need == blocked_by ? ", which failed"
+                                     : ", which was not run because " + blocked_by + " failed");
+        break;
+      }
+    }
+    if (!blocked_by.empty()) {
+      failed_because[check.name] = blocked_by;
+      results.push_back({check.name, false, true, detail, blocked_by});
       continue;
     }
     cd::ChildReport report = cd::RunInChild(check, plugin_path, config, options, ++job);
-    handshake_failed = report.result.name == "handshake" && !report.result.passed;
+    if (!report.result.passed) failed_because[check.name] = check.name;
     results.push_back(std::move(report.result));
     for (const auto& [call, s] : report.stats) {
       FakeHost::CallStats& total = stats[call];

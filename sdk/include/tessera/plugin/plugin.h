@@ -20,6 +20,22 @@
 // for kinds the plugin does not declare.
 //
 // Host gives the plugin the host's log, event and clock callbacks.
+//
+// Failing one task: a PluginStatus other than Ok from any call after Init marks the whole
+// plugin unhealthy (every node cordoned, every placed job requeued; abi.h has the rule). When
+// one launch cannot run (no such node or GPU, a command that will not start), log why, emit a
+// TASK_EXITED event for its TaskRef with a non-zero exit code, and return Ok:
+//
+//   host().Log(TESSERA_LOG_WARN, "launch of job 7: no GPU 9 on node a-0");
+//   v1::BackendEvent exited;
+//   exited.set_kind(v1::BackendEvent::TASK_EXITED);
+//   *exited.mutable_ref() = request.ref();
+//   exited.set_exit_code(126);
+//   exited.set_time_us(host().NowUs());
+//   host().Emit(exited);
+//   return PluginStatus::Ok();
+//
+// Return an error only when the plugin itself is broken and should be restarted.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +49,32 @@
 #include "tessera/v1/plugin.pb.h"
 
 namespace tessera::plugin {
+
+// The name of a status code of abi.h without its prefix ("INVALID_ARGUMENT"), or "status <n>" for
+// a code abi.h does not define.
+inline std::string StatusName(tessera_status code) {
+  switch (code) {
+    case TESSERA_OK:
+      return "OK";
+    case TESSERA_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case TESSERA_NOT_FOUND:
+      return "NOT_FOUND";
+    case TESSERA_ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case TESSERA_FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case TESSERA_RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case TESSERA_UNAVAILABLE:
+      return "UNAVAILABLE";
+    case TESSERA_PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case TESSERA_INTERNAL:
+      return "INTERNAL";
+  }
+  return "status " + std::to_string(code);
+}
 
 // A status code from abi.h and a message.
 struct PluginStatus {
@@ -81,9 +123,11 @@ class Plugin {
   // Called once, last. Stop background threads here; tasks keep running.
   virtual void Shutdown() {}
 
-  // Executor.
+  // Executor. An error from any of these marks the plugin unhealthy; a task that cannot run is
+  // reported with a TASK_EXITED event and Ok (see the top of this file).
   virtual PluginStatus Inventory(v1::Inventory* /*out*/) { return NotSupported("inventory"); }
   virtual PluginStatus Launch(const v1::LaunchTask& /*request*/) { return NotSupported("launch"); }
+  // request.grace_ms() is the notice before a kill; 0 means kill now, with no notice.
   virtual PluginStatus Stop(const v1::StopTask& /*request*/) { return NotSupported("stop"); }
   virtual PluginStatus Resize(const v1::ResizeJob& /*request*/) { return PluginStatus::Ok(); }
   virtual PluginStatus PollEvents(v1::BackendEvents* /*out*/) { return PluginStatus::Ok(); }

@@ -1,5 +1,6 @@
-// Unit tests of the noop executor through the SDK's FakeHost: the plugin linked in (the entry
-// function TESSERA_PLUGIN defines), and the built module loaded as the scheduler loads it.
+// Unit tests of the template executor through the SDK's FakeHost: the plugin linked in (the
+// entry function TESSERA_PLUGIN defines), and the built module loaded as the scheduler loads it.
+// PLUGIN_NAME and PLUGIN_PATH come from CMakeLists.txt.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -9,7 +10,7 @@
 
 #include "tessera/plugin/fake_host.h"
 
-// Defined by TESSERA_PLUGIN in noop_executor.cc.
+// Defined by TESSERA_PLUGIN in executor.cc.
 extern "C" const tessera_plugin_descriptor* tessera_plugin_entry(void);
 
 namespace {
@@ -27,6 +28,9 @@ std::unique_ptr<FakeHost> Started(const std::string& config) {
   return host;
 }
 
+// Node n under the default prefix, the plugin's name.
+std::string Node(int n) { return std::string(PLUGIN_NAME) + "-" + std::to_string(n); }
+
 v1::TaskRef Ref(uint64_t job) {
   v1::TaskRef ref;
   ref.set_job(job);
@@ -34,31 +38,32 @@ v1::TaskRef Ref(uint64_t job) {
   return ref;
 }
 
-TEST_CASE("noop: the inventory follows the config") {
+TEST_CASE("template: the inventory follows the config") {
   std::unique_ptr<FakeHost> host = Started("node_prefix=box\nnodes=3\ngpus_per_node=2\n");
   v1::Inventory inventory;
   REQUIRE(host->Inventory(&inventory).ok());
   REQUIRE(inventory.nodes_size() == 3);
   CHECK(inventory.nodes(2).name() == "box-2");
   CHECK(inventory.nodes(0).gpus_size() == 2);
-  CHECK(host->name() == "noop");
+  CHECK(host->name() == PLUGIN_NAME);
 }
 
-TEST_CASE("noop: a bad config is INVALID_ARGUMENT, naming the line and field") {
+TEST_CASE("template: a bad config is INVALID_ARGUMENT, naming the line and field") {
   std::unique_ptr<FakeHost> host;
   REQUIRE(FakeHost::Load(&tessera_plugin_entry, &host).ok());
   const PluginStatus status = host->Init("nodes=2\ngpus_per_node=99\n");
   CHECK(status.code == TESSERA_INVALID_ARGUMENT);
-  CHECK(status.message == "config line 2: gpus_per_node must be a whole number from 0 to 16");
+  CHECK(status.message ==
+        "gpus_per_node: must be an integer from 0 to 16, got '99' (config line 2)");
   CHECK(host->Init("colour=blue").code == TESSERA_INVALID_ARGUMENT);
 }
 
-TEST_CASE("noop: a task runs until stopped, and both ends are reported") {
+TEST_CASE("template: a task runs until stopped, and both ends are reported") {
   std::unique_ptr<FakeHost> host = Started("");
   host->SetNowUs(1'000'000);
   v1::LaunchTask launch;
   *launch.mutable_ref() = Ref(42);
-  launch.set_node("noop-0");
+  launch.set_node(Node(0));
   REQUIRE(host->Launch(launch).ok());
   REQUIRE(host->Launch(launch).ok());  // idempotent.
   CHECK(host->WaitForEvent(v1::BackendEvent::TASK_STARTED, Ref(42), std::chrono::seconds(1)));
@@ -82,17 +87,40 @@ TEST_CASE("noop: a task runs until stopped, and both ends are reported") {
   CHECK(host->events().size() == 2);
 }
 
-TEST_CASE("noop: a launch on an unknown node is NOT_FOUND") {
-  std::unique_ptr<FakeHost> host = Started("nodes=1");
+// An error from Launch would mark the whole plugin unhealthy; one bad launch fails only its task.
+TEST_CASE("template: a launch that cannot run answers Ok and reports its task exited") {
+  std::unique_ptr<FakeHost> host = Started("nodes=1\ngpus_per_node=2");
   v1::LaunchTask launch;
   *launch.mutable_ref() = Ref(1);
-  launch.set_node("noop-1");
-  CHECK(host->Launch(launch).code == TESSERA_NOT_FOUND);
+  launch.set_node(Node(1));  // there is only node 0.
+  REQUIRE(host->Launch(launch).ok());
+  auto exited = host->WaitForEvent(v1::BackendEvent::TASK_EXITED, Ref(1), std::chrono::seconds(1));
+  REQUIRE(exited);
+  CHECK(exited->exit_code() == 126);
+  CHECK(exited->message() == "rejected: no node '" + Node(1) + "'");
+
+  *launch.mutable_ref() = Ref(2);
+  launch.set_node(Node(0));
+  launch.add_gpus(5);
+  REQUIRE(host->Launch(launch).ok());
+  exited = host->WaitForEvent(v1::BackendEvent::TASK_EXITED, Ref(2), std::chrono::seconds(1));
+  REQUIRE(exited);
+  CHECK(exited->exit_code() == 126);
+  int rejections_logged = 0;  // each with its reason, since the host keeps only the exit code.
+  for (const FakeHost::LogEntry& log : host->logs()) {
+    rejections_logged +=
+        log.level == TESSERA_LOG_WARN && log.message.find("rejected: no") != std::string::npos;
+  }
+  CHECK(rejections_logged == 2);
+
+  v1::LiveTasks live;
+  REQUIRE(host->Reconcile(&live).ok());
+  CHECK(live.tasks_size() == 0);  // neither runs.
 }
 
-TEST_CASE("noop: the built module loads and answers like the linked plugin") {
+TEST_CASE("template: the built module loads and answers like the linked plugin") {
   std::unique_ptr<FakeHost> host;
-  const PluginStatus opened = FakeHost::Open(NOOP_PLUGIN_PATH, &host);
+  const PluginStatus opened = FakeHost::Open(PLUGIN_PATH, &host);
   REQUIRE_MESSAGE(opened.ok(), opened.message);
   REQUIRE(host->Init("nodes=2").ok());
   v1::Inventory inventory;

@@ -3,11 +3,18 @@
 // stopped. It reports every start and exit through the host's event callback, answers
 // reconcile with the tasks alive, and rejects a bad configuration with INVALID_ARGUMENT.
 //
+// Its name is PLUGIN_NAME, which CMakeLists.txt defines (the one place to rename the plugin).
+//
 // Configuration (the bytes the operator gives; the format is the plugin's choice): key=value
 // lines, '#' starts a comment.
-//   node_prefix=noop    nodes are named <prefix>-0, <prefix>-1, ...
+//   node_prefix=<name>  nodes are named <prefix>-0, <prefix>-1, ...; default: the plugin's name
 //   nodes=1             how many nodes, 1..1000
 //   gpus_per_node=0     GPUs per node, 0..16
+//
+// Failing one task: a launch that cannot run (no such node or GPU) is logged and reported as a
+// TASK_EXITED event with exit code 126, and Launch returns Ok. Returning an error instead would
+// mark the whole plugin unhealthy (abi.h, "Failing one request"): every node cordoned, every
+// job requeued. Errors are for a broken plugin only.
 //
 // Threads: the host calls one method at a time, except PollEvents and Telemetry, which may
 // overlap any call; the task table is guarded by a mutex for them.
@@ -19,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tessera/plugin/key_value_config.h"
 #include "tessera/plugin/plugin.h"
 
 namespace noop {
@@ -27,71 +35,44 @@ using tessera::plugin::Host;
 using tessera::plugin::PluginStatus;
 namespace v1 = tessera::v1;
 
+#ifndef PLUGIN_NAME
+#error "PLUGIN_NAME must be defined (CMakeLists.txt does)"
+#endif
+
 struct Config {
-  std::string node_prefix = "noop";
+  std::string node_prefix = PLUGIN_NAME;
   int nodes = 1;
   int gpus_per_node = 0;
 };
 
-PluginStatus BadConfig(int line, const std::string& why) {
-  return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
-                             "config line " + std::to_string(line) + ": " + why);
-}
-
-// Parses an integer in [low, high]; false for anything else.
-bool ParseInt(std::string_view text, int low, int high, int* out) {
+// Parses a node index in [0, last]; false for anything else.
+bool ParseIndex(std::string_view text, int last, int* out) {
   if (text.empty() || text.size() > 9) return false;
   int value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return false;
     value = value * 10 + (c - '0');
   }
-  if (value < low || value > high) return false;
+  if (value > last) return false;
   *out = value;
   return true;
 }
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
+// The SDK's KeyValueConfig does the parsing and names the line or key of any error.
 PluginStatus ParseConfig(std::string_view text, Config* config) {
-  int number = 0;
-  while (!text.empty()) {
-    ++number;
-    const size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
-      line = line.substr(0, hash);
-    }
-    line = Trim(line);
-    if (line.empty()) continue;
-    const size_t equals = line.find('=');
-    if (equals == std::string_view::npos) return BadConfig(number, "expected key=value");
-    const std::string_view key = Trim(line.substr(0, equals));
-    const std::string_view value = Trim(line.substr(equals + 1));
-    if (key == "node_prefix") {
-      if (value.empty()) return BadConfig(number, "node_prefix is empty");
-      for (char c : value) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-        if (!ok) return BadConfig(number, "node_prefix may hold only a-z, 0-9 and '-'");
-      }
-      config->node_prefix = std::string(value);
-    } else if (key == "nodes") {
-      if (!ParseInt(value, 1, 1000, &config->nodes)) {
-        return BadConfig(number, "nodes must be a whole number from 1 to 1000");
-      }
-    } else if (key == "gpus_per_node") {
-      if (!ParseInt(value, 0, 16, &config->gpus_per_node)) {
-        return BadConfig(number, "gpus_per_node must be a whole number from 0 to 16");
-      }
-    } else {
-      return BadConfig(number, "unknown key '" + std::string(key) + "'");
+  tessera::plugin::KeyValueConfig kv;
+  PluginStatus status =
+      tessera::plugin::KeyValueConfig::Parse(text, {"node_prefix", "nodes", "gpus_per_node"}, &kv);
+  if (status.ok()) status = kv.String("node_prefix", &config->node_prefix);
+  if (status.ok()) status = kv.Integer("nodes", 1, 1000, &config->nodes);
+  if (status.ok()) status = kv.Integer("gpus_per_node", 0, 16, &config->gpus_per_node);
+  if (!status.ok()) return status;
+  for (char c : config->node_prefix) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) {
+      return PluginStatus::Error(
+          TESSERA_INVALID_ARGUMENT,
+          "node_prefix: may hold only a-z, 0-9 and '-', got '" + config->node_prefix + "'");
     }
   }
   return PluginStatus::Ok();
@@ -104,7 +85,8 @@ class NoopExecutor : public tessera::plugin::Plugin {
   PluginStatus Init(const std::string& config) override {
     PluginStatus status = ParseConfig(config, &config_);
     if (!status.ok()) return status;
-    host().Log(TESSERA_LOG_INFO, "noop executor: " + std::to_string(config_.nodes) + " nodes");
+    host().Log(TESSERA_LOG_INFO,
+               std::string(PLUGIN_NAME) + ": " + std::to_string(config_.nodes) + " nodes");
     return PluginStatus::Ok();
   }
 
@@ -119,7 +101,7 @@ class NoopExecutor : public tessera::plugin::Plugin {
         gpu->set_index(g);
         gpu->set_model("NOOP-16GB");
         gpu->set_memory_mib(16 * 1024);
-        gpu->set_uuid("GPU-noop-" + std::to_string(n) + "-" + std::to_string(g));
+        gpu->set_uuid("GPU-" + NodeName(n) + "-" + std::to_string(g));
         gpu->set_healthy(true);
       }
     }
@@ -128,14 +110,10 @@ class NoopExecutor : public tessera::plugin::Plugin {
 
   PluginStatus Launch(const v1::LaunchTask& request) override {
     const int node = NodeIndex(request.node());
-    if (node < 0) {
-      return PluginStatus::Error(TESSERA_NOT_FOUND, "launch: no node '" + request.node() + "'");
-    }
+    if (node < 0) return Reject(request.ref(), "no node '" + request.node() + "'");
     for (int gpu : request.gpus()) {
       if (gpu < 0 || gpu >= config_.gpus_per_node) {
-        return PluginStatus::Error(
-            TESSERA_INVALID_ARGUMENT,
-            "launch: no GPU " + std::to_string(gpu) + " on " + request.node());
+        return Reject(request.ref(), "no GPU " + std::to_string(gpu) + " on " + request.node());
       }
     }
     {
@@ -183,6 +161,18 @@ class NoopExecutor : public tessera::plugin::Plugin {
  private:
   // What a process killed by SIGTERM exits with.
   static constexpr int32_t kStoppedExitCode = 128 + 15;
+  // What a task that could not be started exits with (the shell's "cannot execute"); any
+  // non-zero code fails the task.
+  static constexpr int32_t kRejectedExitCode = 126;
+
+  // Fails one launch, and only that one: logs why, reports the task as exited, answers Ok.
+  PluginStatus Reject(const v1::TaskRef& ref, const std::string& why) const {
+    host().Log(TESSERA_LOG_WARN, "launch of job " + std::to_string(ref.job()) + " attempt " +
+                                     std::to_string(ref.attempt()) + " task " +
+                                     std::to_string(ref.task()) + " rejected: " + why);
+    Report(v1::BackendEvent::TASK_EXITED, ref, kRejectedExitCode, "rejected: " + why);
+    return PluginStatus::Ok();
+  }
 
   using TaskKey = std::tuple<uint64_t, int32_t, int32_t>;
   static TaskKey Key(const v1::TaskRef& ref) { return {ref.job(), ref.attempt(), ref.task()}; }
@@ -192,7 +182,7 @@ class NoopExecutor : public tessera::plugin::Plugin {
     const std::string prefix = config_.node_prefix + "-";
     int n = -1;
     if (name.rfind(prefix, 0) != 0 ||
-        !ParseInt(std::string_view(name).substr(prefix.size()), 0, config_.nodes - 1, &n) ||
+        !ParseIndex(std::string_view(name).substr(prefix.size()), config_.nodes - 1, &n) ||
         NodeName(n) != name) {
       return -1;
     }
@@ -217,4 +207,4 @@ class NoopExecutor : public tessera::plugin::Plugin {
 
 }  // namespace noop
 
-TESSERA_PLUGIN(noop::NoopExecutor, "noop", "1.0.0", TESSERA_PLUGIN_KIND_EXECUTOR)
+TESSERA_PLUGIN(noop::NoopExecutor, PLUGIN_NAME, PLUGIN_VERSION, TESSERA_PLUGIN_KIND_EXECUTOR)
