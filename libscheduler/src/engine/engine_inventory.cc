@@ -285,6 +285,9 @@ std::vector<v1::Node> Engine::Nodes() const {
     }
     out.push_back(std::move(node));
   }
+  // By name: slots are reused under churn, so their order means nothing to a reader.
+  std::sort(out.begin(), out.end(),
+            [](const v1::Node& a, const v1::Node& b) { return a.spec().name() < b.spec().name(); });
   return out;
 }
 
