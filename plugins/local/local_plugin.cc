@@ -108,11 +108,26 @@ class LocalBackend final : public plugin::Plugin {
     return PluginStatus::Ok();
   }
 
+  // A launch this backend cannot run (no command, another node, a GPU it lacks, a program that
+  // will not start) is rejected for that task alone, for good: LAUNCH_REJECTED with the reason,
+  // and Ok. Only a failure of the backend itself (its state directory) is an error.
   PluginStatus Launch(const v1::LaunchTask& request) override {
     const int64_t now = host().NowUs();  // never call the host with mutex_ held.
     std::lock_guard lock(mutex_);
     EnsureMonitor();
     if (tasks_.count(KeyOf(request.ref()))) return PluginStatus::Ok();  // idempotent.
+    PluginStatus status = StartTask(request, now);
+    if (status.code != TESSERA_INVALID_ARGUMENT && status.code != TESSERA_NOT_FOUND) {
+      return status;
+    }
+    Report(v1::BackendEvent::LAUNCH_REJECTED, request.ref(), 0, now, status.message);
+    outbox_.back().set_retryable(false);
+    wake_.notify_all();
+    return PluginStatus::Ok();
+  }
+
+  // Starts the task `request` asks for (mutex_ held).
+  PluginStatus StartTask(const v1::LaunchTask& request, int64_t now) {
     if (request.command().empty()) {
       return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
                                  "command: required for the local backend");

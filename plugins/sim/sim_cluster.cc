@@ -141,8 +141,15 @@ plugin::PluginStatus ExpandChanges(const v1::SimulatedCluster& cluster,
       }
       out.leave.push_back(change.leave(l));
     }
-    if (out.join.empty() && out.leave.empty()) {
-      return Invalid(field + "join, leave: a change must add or remove at least one node");
+    for (int e = 0; e < change.evict_size(); ++e) {
+      if (change.evict(e).empty()) {
+        return Invalid(field + "evict[" + std::to_string(e) + "]: must not be empty");
+      }
+      out.evict.push_back(change.evict(e));
+    }
+    if (out.join.empty() && out.leave.empty() && out.evict.empty()) {
+      return Invalid(field +
+                     "join, leave, evict: a change must add, remove or evict at least one node");
     }
   }
   std::stable_sort(changes->begin(), changes->end(),
@@ -193,6 +200,8 @@ plugin::PluginStatus ParseSimConfig(const std::string& config, SimConfig* out) {
   }
   plugin::PluginStatus expanded = ExpandCluster(cluster, &out->nodes);
   if (!expanded.ok()) return expanded;
+  out->rejecting_nodes = {cluster.rejecting_nodes().begin(), cluster.rejecting_nodes().end()};
+  out->rejections_final = cluster.rejections_final();
   return ExpandChanges(cluster, &out->changes);
 }
 

@@ -5,6 +5,7 @@
 // again (MIG profile tables, vGPU types), so what this file does not know it still catches.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct NodeChange {
   int64_t at_ms = 0;  // after the plugin started, on the host clock.
   std::vector<v1::NodeSpec> join;
   std::vector<std::string> leave;
+  std::vector<std::string> evict;  // their tasks are lost; the nodes stay.
 };
 
 // What a config describes: the nodes at start, and the changes in time order (stable: changes
@@ -32,6 +34,8 @@ struct NodeChange {
 struct SimConfig {
   std::vector<v1::NodeSpec> nodes;
   std::vector<NodeChange> changes;
+  std::set<std::string> rejecting_nodes;  // launches there are refused.
+  bool rejections_final = false;          // and not retryable.
 };
 
 // Parses `config` (protobuf JSON of tessera.v1.SimulatedCluster; empty or blank = DefaultCluster)

@@ -75,6 +75,8 @@ class SimBackend final : public plugin::Plugin {
     PluginStatus status = ParseSimConfig(config, &parsed);
     if (!status.ok()) return status;
     nodes_ = std::move(parsed.nodes);
+    rejecting_nodes_ = std::move(parsed.rejecting_nodes);
+    rejections_final_ = parsed.rejections_final;
     const int64_t start_us = host().NowUs();
     for (NodeChange& change : parsed.changes) {
       changes_.push_back({AfterMs(start_us, change.at_ms), std::move(change)});
@@ -99,7 +101,15 @@ class SimBackend final : public plugin::Plugin {
     if (tasks_.count(key)) return PluginStatus::Ok();  // idempotent.
     const v1::NodeSpec* node = FindNode(request.node());
     if (node == nullptr) {
-      return PluginStatus::Error(TESSERA_NOT_FOUND, "node: unknown node '" + request.node() + "'");
+      // The node may have left since the host decided (a scripted change): this launch alone
+      // fails, and another attempt may well succeed elsewhere.
+      Reject(request.ref(), true, "node '" + request.node() + "' is not in the inventory");
+      return PluginStatus::Ok();
+    }
+    if (rejecting_nodes_.count(request.node()) != 0) {
+      Reject(request.ref(), !rejections_final_,
+             "node '" + request.node() + "' refuses launches (rejecting_nodes)");
+      return PluginStatus::Ok();
     }
     for (int i = 0; i < request.gpus_size(); ++i) {
       if (request.gpus(i) < 0 || request.gpus(i) >= node->gpus_size()) {
@@ -224,6 +234,15 @@ class SimBackend final : public plugin::Plugin {
   }
 
  private:
+  void Reject(const v1::TaskRef& ref, bool retryable, const std::string& why) {
+    v1::BackendEvent& rejected = started_.emplace_back();
+    rejected.set_kind(v1::BackendEvent::LAUNCH_REJECTED);
+    *rejected.mutable_ref() = ref;
+    rejected.set_retryable(retryable);
+    rejected.set_message(why);
+    rejected.set_time_us(host().NowUs());
+  }
+
   struct Task {
     std::string node;
     int64_t end_us = 0;  // host time of its exit; 0 = runs until stopped.
@@ -260,6 +279,21 @@ class SimBackend final : public plugin::Plugin {
         if (it->second.end_us != 0) ends_.erase({it->second.end_us, it->first});
         it = tasks_.erase(it);
       }
+      const std::set<std::string> evicting(scripted.change.evict.begin(),
+                                           scripted.change.evict.end());
+      for (auto it = tasks_.begin(); it != tasks_.end();) {
+        if (evicting.count(it->second.node) == 0) {
+          ++it;
+          continue;
+        }
+        if (it->second.end_us != 0) ends_.erase({it->second.end_us, it->first});
+        v1::BackendEvent& lost = due->emplace_back();
+        lost.set_kind(v1::BackendEvent::TASK_LOST);
+        *lost.mutable_ref() = RefOf(it->first);
+        lost.set_message("evicted from node '" + it->second.node + "'");
+        lost.set_time_us(scripted.due_us);
+        it = tasks_.erase(it);
+      }
       for (const v1::NodeSpec& node : scripted.change.join) {
         if (node_index_.count(node.name()) != 0 && leaving.count(node.name()) == 0) {
           host().Log(TESSERA_LOG_WARN, "sim: node '" + node.name() + "' joins twice; ignored");
@@ -268,6 +302,7 @@ class SimBackend final : public plugin::Plugin {
         nodes_.push_back(node);
       }
       IndexNodes();
+      if (scripted.change.join.empty() && leaving.empty()) continue;  // evictions only.
       v1::BackendEvent& changed = due->emplace_back();
       changed.set_kind(v1::BackendEvent::INVENTORY_CHANGED);
       changed.set_time_us(scripted.due_us);
@@ -283,12 +318,14 @@ class SimBackend final : public plugin::Plugin {
   }
 
   std::mutex mutex_;
-  std::vector<v1::NodeSpec> nodes_;                     // changed by MIG layouts and changes_.
-  std::deque<ScriptedChange> changes_;                  // not yet due, earliest first.
+  std::vector<v1::NodeSpec> nodes_;        // changed by MIG layouts and changes_.
+  std::deque<ScriptedChange> changes_;     // not yet due, earliest first.
+  std::set<std::string> rejecting_nodes_;  // launches there are refused.
+  bool rejections_final_ = false;
   std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_.
   std::map<TaskKey, Task> tasks_;                       // known: live, or exit not yet polled.
   std::set<std::pair<int64_t, TaskKey>> ends_;          // (end_us, task) of tasks with an end.
-  std::vector<v1::BackendEvent> started_;               // TASK_STARTED not yet polled.
+  std::vector<v1::BackendEvent> started_;  // TASK_STARTED, LAUNCH_REJECTED not yet polled.
 };
 
 }  // namespace

@@ -183,7 +183,7 @@ TEST_CASE("node churn: invalid scripted changes are refused naming the field") {
     return opened.status().message();
   };
   CHECK(refused(R"([{"atMs":-1,"leave":["a-0"]}])").find("changes[0].at_ms") != std::string::npos);
-  CHECK(refused(R"([{"atMs":1}])").find("changes[0].join, leave") != std::string::npos);
+  CHECK(refused(R"([{"atMs":1}])").find("changes[0].join, leave, evict") != std::string::npos);
   CHECK(refused(R"([{"atMs":1,"leave":[""]}])").find("changes[0].leave[0]") != std::string::npos);
   CHECK(refused(R"([{"atMs":1,"join":{"namePrefix":"b","count":1,"cpuMilli":0,"memoryMib":1}}])")
             .find("changes[0].join.cpu_milli") != std::string::npos);

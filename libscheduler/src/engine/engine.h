@@ -125,6 +125,8 @@ class Engine final : public ExecutorEvents {
   // --- Executor reports (ExecutorEvents).
   void OnTaskStarted(const TaskRef& task) override;
   void OnTaskExited(const TaskRef& task, int exit_code) override;
+  void OnTaskLost(const TaskRef& task, const std::string& why) override;
+  void OnLaunchRejected(const TaskRef& task, bool retryable, const std::string& why) override;
   // The executor can no longer be trusted (a plugin turned unhealthy): every node is cordoned,
   // so nothing new is placed, and every job with placed tasks is requeued as lost.
   void LoseExecutor(const std::string& why);
@@ -164,6 +166,8 @@ class Engine final : public ExecutorEvents {
 
  private:
   // engine_jobs.cc
+  // The exit code recorded for a task that never reported one (lost, or its launch refused).
+  static constexpr int kLostExitCode = -1;
   void AddPending(JobRecord& job);
   void RemovePending(JobRecord& job);
   void ReleaseTask(JobRecord& job, PlacedTask& task);
@@ -199,6 +203,12 @@ class Engine final : public ExecutorEvents {
   void WithdrawWaitingReason(JobRecord& job);
   void RetryFailedPersists();
   PlacedTask* FindTask(JobRecord& job, const TaskRef& ref);
+  // The live task `ref` of its job's current attempt, or null (with the job) when the engine
+  // holds no such task: a report about it is stale.
+  PlacedTask* FindLiveTask(const TaskRef& ref, JobRecord** job);
+  // `task` of `job` has ended with `exit_code`; a non-empty `failure` fails the job with that
+  // reason unless the task was being stopped (OnTaskExited, a final launch rejection).
+  void EndTask(JobRecord& job, PlacedTask& task, int exit_code, std::string failure);
   JobRecord* FindJob(uint64_t id);
   std::optional<std::string> CheckFeasible(const JobRecord& job) const;
 

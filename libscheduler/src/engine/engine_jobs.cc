@@ -371,25 +371,62 @@ void Engine::OnTaskExited(const TaskRef& ref, int exit_code) {
       unclaimed_exits_.erase(unclaimed_exits_.begin());
     return;
   }
-  task->exit_code = exit_code;
-  ReleaseTask(*job, *task);
+  EndTask(*job, *task, exit_code,
+          exit_code == 0 ? std::string()
+                         : "task " + std::to_string(ref.task) + " exited with code " +
+                               std::to_string(exit_code));
+}
+
+void Engine::EndTask(JobRecord& job, PlacedTask& task, int exit_code, std::string failure) {
+  task.exit_code = exit_code;
+  ReleaseTask(job, task);
   const bool shrunk =
-      task->stopping && !job->preempting && !job->cancel_requested && job->LiveTasks() > 0;
+      task.stopping && !job.preempting && !job.cancel_requested && job.LiveTasks() > 0;
   if (shrunk) {
     // A task stopped to shrink the job: the job runs on with fewer, and the store says so.
-    Persist(*job, MakeUpdateEvent(*job, "task " + std::to_string(ref.task) + " stopped"));
+    Persist(job, MakeUpdateEvent(job, "task " + std::to_string(task.index) + " stopped"));
   }
-  if (exit_code != 0 && !task->stopping && !job->cancel_requested && !job->failing) {
-    job->failing = true;
-    job->reason =
-        "task " + std::to_string(ref.task) + " exited with code " + std::to_string(exit_code);
-    StopTasks(*job);
+  if (!failure.empty() && !task.stopping && !job.cancel_requested && !job.failing) {
+    job.failing = true;
+    job.reason = std::move(failure);
+    StopTasks(job);
   }
-  if (!MaybeFinish(*job) && !shrunk) {
+  if (!MaybeFinish(job) && !shrunk) {
     // The job goes on (other tasks run, or are stopping): the stored status shows this task
     // exited, so that what the API shows holding GPUs is what the queue is charged for.
-    Persist(*job, std::vector<SerializedEvent>{});
+    Persist(job, std::vector<SerializedEvent>{});
   }
+}
+
+PlacedTask* Engine::FindLiveTask(const TaskRef& ref, JobRecord** job) {
+  *job = FindJob(ref.job);
+  PlacedTask* task = *job ? FindTask(**job, ref) : nullptr;
+  return task && !task->exited ? task : nullptr;
+}
+
+void Engine::OnTaskLost(const TaskRef& ref, const std::string& why) {
+  JobRecord* job = nullptr;
+  PlacedTask* task = FindLiveTask(ref, &job);
+  if (!task) return;  // a task of an attempt replaced since, or one already ended.
+  const std::string what = "task " + std::to_string(ref.task) + " lost: " + why;
+  if (task->stopping || job->cancel_requested) {
+    EndTask(*job, *task, kLostExitCode, "");  // it was being stopped anyway.
+    return;
+  }
+  Requeue(*job, what, LossCause::kInfrastructure);
+}
+
+void Engine::OnLaunchRejected(const TaskRef& ref, bool retryable, const std::string& why) {
+  JobRecord* job = nullptr;
+  PlacedTask* task = FindLiveTask(ref, &job);
+  if (!task) return;
+  const std::string what = "the backend rejected the launch of task " + std::to_string(ref.task) +
+                           (retryable ? "" : " for good") + ": " + why;
+  if (retryable && !task->stopping && !job->cancel_requested) {
+    Requeue(*job, what, LossCause::kUnknown);  // counts: a backend that always refuses ends it.
+    return;
+  }
+  EndTask(*job, *task, kLostExitCode, what);
 }
 
 bool Engine::MaybeFinish(JobRecord& job) {

@@ -60,6 +60,12 @@ class ExecutorEvents {
   virtual ~ExecutorEvents() = default;
   virtual void OnTaskStarted(const TaskRef& task) = 0;
   virtual void OnTaskExited(const TaskRef& task, int exit_code) = 0;
+  // The task is gone without an exit status (evicted, its machine lost): its job is requeued
+  // without spending an attempt.
+  virtual void OnTaskLost(const TaskRef& task, const std::string& why) = 0;
+  // The backend refused to launch this task alone: its job is requeued, spending an attempt,
+  // when `retryable`, else it fails; `why` becomes its reason.
+  virtual void OnLaunchRejected(const TaskRef& task, bool retryable, const std::string& why) = 0;
 };
 
 class Executor {

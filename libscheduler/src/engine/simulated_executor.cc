@@ -7,10 +7,11 @@
 namespace tessera {
 
 StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCluster& cluster) {
-  if (cluster.changes_size() > 0) {
+  if (cluster.changes_size() > 0 || cluster.rejecting_nodes_size() > 0) {
     return InvalidArgumentError(
-        "changes: scripted node changes are run by the sim plugin (executor_plugin: sim), not "
-        "by the built-in simulation");
+        std::string(cluster.changes_size() > 0 ? "changes" : "rejecting_nodes") +
+        ": scripted node changes and faults are run by the sim plugin (executor_plugin: sim), "
+        "not by the built-in simulation");
   }
   std::vector<v1::NodeSpec> nodes;
   for (int g = 0; g < cluster.groups_size(); ++g) {

@@ -133,6 +133,14 @@ struct PluginExecutor::Shared {
       case v1::BackendEvent::TASK_EXITED:
         Post([events, ref, code = event.exit_code()] { events->OnTaskExited(ref, code); });
         break;
+      case v1::BackendEvent::TASK_LOST:
+        Post([events, ref, why = event.message()] { events->OnTaskLost(ref, why); });
+        break;
+      case v1::BackendEvent::LAUNCH_REJECTED:
+        Post([events, ref, retryable = event.retryable(), why = event.message()] {
+          events->OnLaunchRejected(ref, retryable, why);
+        });
+        break;
       case v1::BackendEvent::INVENTORY_CHANGED:
         Post([weak = self] {
           if (std::shared_ptr<Shared> s = weak.lock(); s && s->inventory_hook) s->inventory_hook();

@@ -12,9 +12,9 @@
 //   gpus_per_node=0     GPUs per node, 0..16
 //
 // Failing one task: a launch that cannot run (no such node or GPU) is logged and reported as a
-// TASK_EXITED event with exit code 126, and Launch returns Ok. Returning an error instead would
-// mark the whole plugin unhealthy (abi.h, "Failing one request"): every node cordoned, every
-// job requeued. Errors are for a broken plugin only.
+// LAUNCH_REJECTED event (not retryable: the request itself is wrong), and Launch returns Ok.
+// Returning an error instead would mark the whole plugin unhealthy (abi.h, "Failing one request"):
+// every node cordoned, every job requeued. Errors are for a broken plugin only.
 //
 // Threads: the host calls one method at a time, except PollEvents and Telemetry, which may
 // overlap any call; the task table is guarded by a mutex for them.
@@ -161,16 +161,19 @@ class NoopExecutor : public tessera::plugin::Plugin {
  private:
   // What a process killed by SIGTERM exits with.
   static constexpr int32_t kStoppedExitCode = 128 + 15;
-  // What a task that could not be started exits with (the shell's "cannot execute"); any
-  // non-zero code fails the task.
-  static constexpr int32_t kRejectedExitCode = 126;
-
-  // Fails one launch, and only that one: logs why, reports the task as exited, answers Ok.
+  // Fails one launch, and only that one: logs why, reports the launch rejected (for good: the
+  // request names what this backend does not have), answers Ok.
   PluginStatus Reject(const v1::TaskRef& ref, const std::string& why) const {
     host().Log(TESSERA_LOG_WARN, "launch of job " + std::to_string(ref.job()) + " attempt " +
                                      std::to_string(ref.attempt()) + " task " +
                                      std::to_string(ref.task()) + " rejected: " + why);
-    Report(v1::BackendEvent::TASK_EXITED, ref, kRejectedExitCode, "rejected: " + why);
+    v1::BackendEvent event;
+    event.set_kind(v1::BackendEvent::LAUNCH_REJECTED);
+    *event.mutable_ref() = ref;
+    event.set_retryable(false);
+    event.set_time_us(host().NowUs());
+    event.set_message(why);
+    host().Emit(event);
     return PluginStatus::Ok();
   }
 

@@ -88,25 +88,26 @@ TEST_CASE("template: a task runs until stopped, and both ends are reported") {
 }
 
 // An error from Launch would mark the whole plugin unhealthy; one bad launch fails only its task.
-TEST_CASE("template: a launch that cannot run answers Ok and reports its task exited") {
+TEST_CASE("template: a launch that cannot run answers Ok and reports its launch rejected") {
   std::unique_ptr<FakeHost> host = Started("nodes=1\ngpus_per_node=2");
   v1::LaunchTask launch;
   *launch.mutable_ref() = Ref(1);
   launch.set_node(Node(1));  // there is only node 0.
   REQUIRE(host->Launch(launch).ok());
-  auto exited = host->WaitForEvent(v1::BackendEvent::TASK_EXITED, Ref(1), std::chrono::seconds(1));
-  REQUIRE(exited);
-  CHECK(exited->exit_code() == 126);
-  CHECK(exited->message() == "rejected: no node '" + Node(1) + "'");
+  auto rejected =
+      host->WaitForEvent(v1::BackendEvent::LAUNCH_REJECTED, Ref(1), std::chrono::seconds(1));
+  REQUIRE(rejected);
+  CHECK_FALSE(rejected->retryable());
+  CHECK(rejected->message() == "no node '" + Node(1) + "'");
 
   *launch.mutable_ref() = Ref(2);
   launch.set_node(Node(0));
   launch.add_gpus(5);
   REQUIRE(host->Launch(launch).ok());
-  exited = host->WaitForEvent(v1::BackendEvent::TASK_EXITED, Ref(2), std::chrono::seconds(1));
-  REQUIRE(exited);
-  CHECK(exited->exit_code() == 126);
-  int rejections_logged = 0;  // each with its reason, since the host keeps only the exit code.
+  rejected = host->WaitForEvent(v1::BackendEvent::LAUNCH_REJECTED, Ref(2), std::chrono::seconds(1));
+  REQUIRE(rejected);
+  CHECK_FALSE(rejected->retryable());
+  int rejections_logged = 0;  // each with its reason, for the plugin's own log.
   for (const FakeHost::LogEntry& log : host->logs()) {
     rejections_logged +=
         log.level == TESSERA_LOG_WARN && log.message.find("rejected: no") != std::string::npos;

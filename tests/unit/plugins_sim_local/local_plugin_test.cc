@@ -296,38 +296,39 @@ TEST_CASE("local: a record whose pid now names another process is dropped") {
   CHECK_FALSE(std::filesystem::exists(dir.path() / "tasks" / "8-1-0.task"));
 }
 
-TEST_CASE("local: bad launches are refused naming the field") {
+TEST_CASE("local: bad launches are rejected alone, for good, naming the field") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> host = StartLocal(Config(dir, "cuda_runtime_library = /nonexistent"));
+  // Each bad launch answers Ok (the backend stays healthy) and reports LAUNCH_REJECTED.
+  auto rejection = [&host](v1::LaunchTask launch) -> std::string {
+    const PluginStatus status = host->Launch(launch);
+    REQUIRE_MESSAGE(status.ok(), status.message);
+    auto event = host->WaitForEvent(v1::BackendEvent::LAUNCH_REJECTED, launch.ref(), kEventTimeout);
+    REQUIRE(event);
+    CHECK_FALSE(event->retryable());
+    return event->message();
+  };
   v1::LaunchTask launch = Shell(9, "true");
   launch.clear_command();
-  PluginStatus status = host->Launch(launch);
-  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
-  CHECK(status.message == "command: required for the local backend");
+  CHECK(rejection(launch) == "command: required for the local backend");
 
+  launch = Shell(10, "true");
+  launch.clear_command();
   launch.add_command("/nonexistent/program");
-  status = host->Launch(launch);
-  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
-  CHECK(status.message ==
+  CHECK(rejection(launch) ==
         "command[0]: cannot execute '/nonexistent/program': No such file or directory");
 
-  launch = Shell(9, "true");
+  launch = Shell(11, "true");
   launch.set_node("elsewhere");
-  status = host->Launch(launch);
-  CHECK(status.code == TESSERA_NOT_FOUND);
-  CHECK(status.message == "node: this backend runs node 'test-node', not 'elsewhere'");
+  CHECK(rejection(launch) == "node: this backend runs node 'test-node', not 'elsewhere'");
 
-  launch = Shell(9, "true");
+  launch = Shell(12, "true");
   launch.add_gpus(0);  // a CPU-only node.
-  status = host->Launch(launch);
-  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
-  CHECK(status.message == "gpus[0]: node 'test-node' has no GPU 0");
+  CHECK(rejection(launch) == "gpus[0]: node 'test-node' has no GPU 0");
 
-  launch = Shell(9, "true");
+  launch = Shell(13, "true");
   (*launch.mutable_env())["A=B"] = "x";
-  status = host->Launch(launch);
-  CHECK(status.code == TESSERA_INVALID_ARGUMENT);
-  CHECK(status.message == "env: invalid variable name 'A=B'");
+  CHECK(rejection(launch) == "env: invalid variable name 'A=B'");
   CHECK(LiveJobs(*host).empty());
 }
 

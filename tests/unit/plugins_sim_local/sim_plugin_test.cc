@@ -287,11 +287,20 @@ TEST_CASE("sim: reconcile lists the live tasks, not those whose end has passed")
   CHECK(LiveJobs(*host) == std::vector<uint64_t>{2, 3});
 }
 
+TEST_CASE("sim: a launch on a node not in the inventory is rejected, retryably, alone") {
+  std::unique_ptr<FakeHost> host = StartSim();
+  CHECK(host->Launch(Launch(1, 0, 0, "nowhere")).ok());
+  const v1::BackendEvents events = Poll(*host);
+  REQUIRE(events.events_size() == 1);
+  CHECK(events.events(0).kind() == v1::BackendEvent::LAUNCH_REJECTED);
+  CHECK(events.events(0).ref().job() == 1);
+  CHECK(events.events(0).retryable());
+  CHECK(events.events(0).message() == "node 'nowhere' is not in the inventory");
+}
+
 TEST_CASE("sim: bad launches are refused naming the field") {
   std::unique_ptr<FakeHost> host = StartSim();
-  PluginStatus status = host->Launch(Launch(1, 0, 0, "nowhere"));
-  CHECK(status.code == TESSERA_NOT_FOUND);
-  CHECK(status.message == "node: unknown node 'nowhere'");
+  PluginStatus status;
   v1::LaunchTask launch = Launch(2, 0);
   launch.add_gpus(8);
   status = host->Launch(launch);

@@ -24,11 +24,13 @@
  * plugin no new request until it is restarted (an isolated plugin is, after a backoff; an
  * in-process one only when the scheduler is reopened). So a non-OK status says the plugin is
  * broken, never that one task cannot run. To fail one launch (no such node or GPU, a command
- * that cannot start, a backend that said no), return TESSERA_OK and report a TASK_EXITED event
- * for that task with a non-zero exit_code; log the reason with tessera_host_log, since the host
- * keeps only the exit code. The job then fails or retries by its own retry policy and nothing
- * else is affected. The same goes for a stop that fails for one task: return TESSERA_OK and log
- * it.
+ * that cannot start, a backend that said no), return TESSERA_OK and report a LAUNCH_REJECTED
+ * event for that task, with `retryable` and the reason in `message` (the job is requeued, or
+ * failed when not retryable, and its reason says why). A task that is gone without an exit
+ * status (evicted, its machine lost) is a TASK_LOST event: the job is requeued without spending
+ * an attempt. Hosts that predate those kinds drop them; for them, report TASK_EXITED with a
+ * non-zero exit_code and log the reason. Either way nothing else is affected. The same goes for a
+ * stop that fails for one task: return TESSERA_OK and log it.
  *
  * Threads: the host never calls one plugin instance from two threads at once, except
  * on_poll_events and on_telemetry, which may overlap any other call. A plugin may call the host
@@ -132,8 +134,8 @@ typedef struct tessera_plugin_descriptor {
                                                 tessera_sink* out, tessera_sink* error);
   /* `request` is tessera.v1.LaunchTask. Idempotent per TaskRef: a second launch of a task that
    * exists succeeds without running it twice. Started and exit reports come as events. A task
-   * that cannot run answers TESSERA_OK and a TASK_EXITED event with a non-zero exit code; a
-   * non-OK return marks the whole plugin unhealthy (see "Failing one request" above). */
+   * that cannot run answers TESSERA_OK and a LAUNCH_REJECTED event; a non-OK return marks the whole
+   * plugin unhealthy (see "Failing one request" above). */
   tessera_status (*tessera_plugin_on_launch)(tessera_plugin_instance* instance,
                                              tessera_bytes request, tessera_sink* error);
   /* `request` is tessera.v1.StopTask. Stopping a task that is gone succeeds. grace_ms is the

@@ -23,19 +23,21 @@
 //
 // Failing one task: a PluginStatus other than Ok from any call after Init marks the whole
 // plugin unhealthy (every node cordoned, every placed job requeued; abi.h has the rule). When
-// one launch cannot run (no such node or GPU, a command that will not start), log why, emit a
-// TASK_EXITED event for its TaskRef with a non-zero exit code, and return Ok:
+// one launch cannot run (no such node or GPU, a command that will not start), emit a
+// LAUNCH_REJECTED event for its TaskRef, saying why and whether another attempt may succeed,
+// and return Ok:
 //
-//   host().Log(TESSERA_LOG_WARN, "launch of job 7: no GPU 9 on node a-0");
-//   v1::BackendEvent exited;
-//   exited.set_kind(v1::BackendEvent::TASK_EXITED);
-//   *exited.mutable_ref() = request.ref();
-//   exited.set_exit_code(126);
-//   exited.set_time_us(host().NowUs());
-//   host().Emit(exited);
+//   v1::BackendEvent rejected;
+//   rejected.set_kind(v1::BackendEvent::LAUNCH_REJECTED);
+//   *rejected.mutable_ref() = request.ref();
+//   rejected.set_retryable(false);
+//   rejected.set_message("no GPU 9 on node a-0");
+//   rejected.set_time_us(host().NowUs());
+//   host().Emit(rejected);
 //   return PluginStatus::Ok();
 //
-// Return an error only when the plugin itself is broken and should be restarted.
+// A task gone without an exit status (evicted) is a TASK_LOST event. Return an error only when
+// the plugin itself is broken and should be restarted.
 #pragma once
 
 #include <cstdint>
@@ -124,7 +126,7 @@ class Plugin {
   virtual void Shutdown() {}
 
   // Executor. An error from any of these marks the plugin unhealthy; a task that cannot run is
-  // reported with a TASK_EXITED event and Ok (see the top of this file).
+  // reported with a LAUNCH_REJECTED event and Ok (see the top of this file).
   virtual PluginStatus Inventory(v1::Inventory* /*out*/) { return NotSupported("inventory"); }
   virtual PluginStatus Launch(const v1::LaunchTask& /*request*/) { return NotSupported("launch"); }
   // request.grace_ms() is the notice before a kill; 0 means kill now, with no notice.
