@@ -178,6 +178,57 @@ std::string EventLine(const v1::Event& event) {
 
 namespace {
 
+// "key[=value][:Effect]" as a toleration: EQUAL with a value, EXISTS without; any effect
+// unless named (NoSchedule, PreferNoSchedule, NoExecute, or the enum names).
+bool ParseToleration(const std::string& text, v1::Toleration* out, std::string* error) {
+  std::string rest = text;
+  const size_t colon = rest.rfind(':');
+  if (colon != std::string::npos) {
+    const std::string effect = rest.substr(colon + 1);
+    rest.resize(colon);
+    v1::TaintEffect parsed;
+    if (effect == "NoSchedule") {
+      out->set_effect(v1::NO_SCHEDULE);
+    } else if (effect == "PreferNoSchedule") {
+      out->set_effect(v1::PREFER_NO_SCHEDULE);
+    } else if (effect == "NoExecute") {
+      out->set_effect(v1::NO_EXECUTE);
+    } else if (v1::TaintEffect_Parse(effect, &parsed) && parsed != v1::TAINT_EFFECT_UNSPECIFIED) {
+      out->set_effect(parsed);
+    } else {
+      *error =
+          "--toleration " + text + ": the effect must be NoSchedule, PreferNoSchedule or NoExecute";
+      return false;
+    }
+  }
+  const size_t equals = rest.find('=');
+  if (equals == std::string::npos) {
+    out->set_key(rest);
+    out->set_operator_(v1::Toleration::EXISTS);
+  } else {
+    out->set_key(rest.substr(0, equals));
+    out->set_value(rest.substr(equals + 1));
+    out->set_operator_(v1::Toleration::EQUAL);
+  }
+  return true;
+}
+
+// The placement flags: --selector key=value and --toleration key[=value][:Effect].
+bool ApplyPlacementFlags(const SubmitFlags& flags, v1::JobSpec* spec, std::string* error) {
+  for (const std::string& selector : flags.selectors) {
+    const size_t equals = selector.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      *error = "--selector " + selector + ": expected key=value";
+      return false;
+    }
+    (*spec->mutable_node_selector())[selector.substr(0, equals)] = selector.substr(equals + 1);
+  }
+  for (const std::string& toleration : flags.tolerations) {
+    if (!ParseToleration(toleration, spec->add_tolerations(), error)) return false;
+  }
+  return true;
+}
+
 void ApplySubmitFlags(const SubmitFlags& flags, v1::JobSpec* spec) {
   v1::TaskResources& task = *spec->mutable_task();
   if (!flags.queue.empty()) spec->set_queue(flags.queue);
@@ -225,6 +276,7 @@ std::vector<std::pair<v1::JobSpec, std::string>> SpecsToSubmit(const SubmitFlags
   std::vector<std::pair<v1::JobSpec, std::string>> jobs;
   for (v1::JobSpec& spec : specs) {
     ApplySubmitFlags(flags, &spec);
+    if (!ApplyPlacementFlags(flags, &spec, error)) return {};
     if (flags.array == 0) {
       jobs.emplace_back(std::move(spec), "");
       continue;

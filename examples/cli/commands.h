@@ -27,6 +27,8 @@ struct SubmitFlags {
   int tasks = -1, gpus = -1, gpu_milli = -1;  // -1: not given.
   int64_t cpu_milli = -1, memory_mib = -1;
   std::vector<std::string> command;
+  std::vector<std::string> selectors;    // key=value, each added to node_selector.
+  std::vector<std::string> tolerations;  // key[=value][:Effect], each added to tolerations.
 };
 
 // One job: prints its id (or the Job as JSON). Several: submits them concurrently and prints one

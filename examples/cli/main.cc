@@ -96,6 +96,11 @@ int main(int argc, char** argv) {
       ->check(Between<int64_t>(1));
   submit_cmd->add_option("--memory-mib", submit.memory_mib, "memory per task (default 1024)")
       ->check(Between<int64_t>(1));
+  submit_cmd->add_option("--selector", submit.selectors,
+                         "run only on nodes with the label key=value; repeatable");
+  submit_cmd->add_option("--toleration", submit.tolerations,
+                         "tolerate taints key[=value][:NoSchedule|PreferNoSchedule|NoExecute]; "
+                         "repeatable");
   submit_cmd->add_option("--idempotency-key", submit.idempotency_key,
                          "resubmitting with the same key returns the first job");
   submit_cmd->add_option("--command,command", submit.command,

@@ -199,6 +199,43 @@ TEST_CASE("tessctl submit from flags sends the JobSpec JSON and prints the id") 
         std::vector<std::string>{"python", "train.py", "--lr", "1"});
 }
 
+TEST_CASE("tessctl submit --selector and --toleration fill node_selector and tolerations") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  const RunResult run = Tessctl(
+      {"--server", server.url(), "submit", "--gpus", "1", "--selector", "gpu-type=h100",
+       "--selector", "zone=eu-1", "--toleration", "dedicated=infer:NoSchedule", "--toleration",
+       "spot:PREFER_NO_SCHEDULE", "--toleration", "maintenance", "--", "true"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 1);
+  const auto spec = ParseBody<tessera::v1::JobSpec>(requests[0]);
+  CHECK(spec.node_selector().size() == 2);
+  CHECK(spec.node_selector().at("gpu-type") == "h100");
+  CHECK(spec.node_selector().at("zone") == "eu-1");
+  REQUIRE(spec.tolerations_size() == 3);
+  CHECK(spec.tolerations(0).key() == "dedicated");
+  CHECK(spec.tolerations(0).operator_() == tessera::v1::Toleration::EQUAL);
+  CHECK(spec.tolerations(0).value() == "infer");
+  CHECK(spec.tolerations(0).effect() == tessera::v1::NO_SCHEDULE);
+  CHECK(spec.tolerations(1).key() == "spot");
+  CHECK(spec.tolerations(1).operator_() == tessera::v1::Toleration::EXISTS);
+  CHECK(spec.tolerations(1).effect() == tessera::v1::PREFER_NO_SCHEDULE);
+  CHECK(spec.tolerations(2).key() == "maintenance");
+  CHECK(spec.tolerations(2).effect() == tessera::v1::TAINT_EFFECT_UNSPECIFIED);
+  CHECK(std::vector<std::string>(spec.command().begin(), spec.command().end()) ==
+        std::vector<std::string>{"true"});
+
+  for (const char* bad : {"--selector=novalue", "--toleration=k:Sometimes"}) {
+    const RunResult refused = Tessctl({"--server", server.url(), "submit", bad});
+    CHECK(refused.exit_code == 1);
+    CHECK_MESSAGE(refused.err.find(std::string(bad).substr(0, std::string(bad).find('='))) !=
+                      std::string::npos,
+                  refused.err);
+  }
+  CHECK(server.requests().size() == 1);
+}
+
 TEST_CASE("tessctl submit without --queue leaves the queue to the server's default") {
   FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
   const RunResult run = Tessctl({"--server", server.url(), "submit", "--gpus", "2"});

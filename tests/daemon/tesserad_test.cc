@@ -108,6 +108,27 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     CHECK(submitted.body.find("\"queue\":\"default\"") != std::string::npos);
   }
 
+  SUBCASE("jobs: a node selector is kept, shown and obeyed") {
+    // The default simulated cluster labels its H100 nodes rack=rack-2.
+    Reply submitted = daemon.Call(
+        verb::post, "/v1/jobs",
+        R"({"queue":"default","task":{"cpuMilli":1000,"memoryMib":1024,"gpuCount":1},)"
+        R"("nodeSelector":{"rack":"rack-2"},"tolerations":[{"key":"spot","operator":"EXISTS"}]})");
+    REQUIRE(submitted.status == 200);
+    const std::string id = JobId(submitted.body);
+    std::string body;
+    for (int i = 0; i < 100; ++i) {
+      body = daemon.Call(verb::get, "/v1/jobs/" + id).body;
+      if (body.find("\"node\"") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK_MESSAGE(body.find(R"("nodeSelector":{"rack":"rack-2"})") != std::string::npos, body);
+    CHECK_MESSAGE(
+        body.find(R"("tolerations":[{"key":"spot","operator":"EXISTS"}])") != std::string::npos,
+        body);
+    CHECK_MESSAGE(body.find(R"("node":"sim-h100-)") != std::string::npos, body);
+  }
+
   SUBCASE("queues: create, get, update, delete") {
     Reply created = daemon.Call(verb::post, "/v1/queues", R"({"name":"research","weight":2})");
     CHECK(created.status == 200);
@@ -174,6 +195,16 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
                       std::string::npos,
                   bad_tasks.body);
     CHECK_MESSAGE(bad_tasks.body.find(R"(,"field":"tasks"})") != std::string::npos, bad_tasks.body);
+    // A bad placement term names its field.
+    Reply bad_operator =
+        daemon.Call(verb::post, "/v1/jobs",
+                    R"({"queue":"default","task":{"cpuMilli":1000,"memoryMib":1024},)"
+                    R"("nodeRequirements":[{"key":"tier","operator":"IN","values":["1"]},)"
+                    R"({"key":"tier","operator":"OPERATOR_UNSPECIFIED"}]})");
+    CHECK(bad_operator.status == 400);
+    CHECK_MESSAGE(
+        bad_operator.body.find(R"("field":"node_requirements[1].operator")") != std::string::npos,
+        bad_operator.body);
     Reply bad_max = daemon.Call(verb::get, "/v1/events?max=5000");
     CHECK(bad_max.status == 400);
     CHECK_MESSAGE(bad_max.body.find(R"("field":"max")") != std::string::npos, bad_max.body);

@@ -175,6 +175,24 @@ TEST_CASE("node churn: a busy node's new shape waits for its tasks; its labels c
   CHECK_FALSE((*nodes)[0].status().reshape_pending());
 }
 
+TEST_CASE("node churn: a node given a label takes the job whose selector wanted it") {
+  auto t = Open(SimPlugin(
+      R"({"groups":[)" + Group("a", 1) + R"(],"changes":[{"atMs":5000,"leave":["a-0"],"join":)" +
+      R"({"namePrefix":"a","count":1,"cpuMilli":64000,"memoryMib":262144,"gpus":8,)" +
+      R"("gpuModel":"A100","gpuMemoryMib":81920,"labels":{"pool":"x"}}}]})"));
+  Scheduler* s = t.scheduler.get();
+  const TimestampUs start = t.clock->NowUs();
+  v1::JobSpec spec = JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(1000).Build();
+  (*spec.mutable_node_selector())["pool"] = "x";
+  const v1::Job job = MustSubmit(s, spec);
+  t->WaitIdle();
+  CHECK(MustGet(s, job.id()).status().infeasible());
+  RunUntil(t, start, 10000);
+  const v1::Job done = MustGet(s, job.id());
+  CHECK(done.status().state() == v1::SUCCEEDED);
+  CHECK(done.status().start_time_us() == start + 5'000'000);
+}
+
 TEST_CASE("node churn: invalid scripted changes are refused naming the field") {
   auto refused = [](const std::string& changes) {
     auto opened = Scheduler::Open(

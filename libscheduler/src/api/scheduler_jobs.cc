@@ -92,7 +92,8 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
       std::lock_guard<std::mutex> lock(feasibility_mu_);
       feasibility = feasibility_;
     }
-    if (std::optional<std::string> why = feasibility->Check(FeasibilityQuery::FromSpec(spec))) {
+    if (std::optional<std::string> why =
+            feasibility->Check(FeasibilityQuery::FromSpec(spec, feasibility->label_dictionary()))) {
       status->set_infeasible(true);
       status->set_reason(*why);
     }

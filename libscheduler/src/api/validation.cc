@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "api/options_validation.h"
+#include "model/node_labels.h"
 #include "model/queue_path.h"
 #include "model/resource_vector.h"
 #include "tessera/gpu/mig_profiles.h"
@@ -186,6 +187,74 @@ Status ValidateCounts(const v1::JobSpec& spec) {
   return Status::Ok();
 }
 
+Status LabelKey(const std::string& key, const std::string& field) {
+  if (key.empty() || key.size() > 253) return Invalid(field, "must be 1..253 bytes");
+  return Status::Ok();
+}
+
+Status LabelValue(const std::string& value, const std::string& field) {
+  if (value.size() > 1024) return Invalid(field, "at most 1024 bytes");
+  return Status::Ok();
+}
+
+// node_selector, node_requirements and tolerations, as Kubernetes checks a pod's nodeSelector,
+// required node affinity and tolerations.
+Status ValidatePlacementTerms(const v1::JobSpec& spec) {
+  for (const auto& [key, value] : spec.node_selector()) {
+    TESSERA_RETURN_IF_ERROR(LabelKey(key, "node_selector"));
+    TESSERA_RETURN_IF_ERROR(LabelValue(value, "node_selector[" + key + "]"));
+  }
+  using R = v1::NodeSelectorRequirement;
+  for (int i = 0; i < spec.node_requirements_size(); ++i) {
+    const R& r = spec.node_requirements(i);
+    const std::string field = "node_requirements[" + Num(i) + "]";
+    TESSERA_RETURN_IF_ERROR(LabelKey(r.key(), field + ".key"));
+    for (int j = 0; j < r.values_size(); ++j) {
+      TESSERA_RETURN_IF_ERROR(LabelValue(r.values(j), field + ".values[" + Num(j) + "]"));
+    }
+    switch (r.operator_()) {
+      case R::IN:
+      case R::NOT_IN:
+        if (r.values_size() == 0) return Invalid(field + ".values", "IN and NOT_IN need values");
+        break;
+      case R::EXISTS:
+      case R::DOES_NOT_EXIST:
+        if (r.values_size() != 0) {
+          return Invalid(field + ".values", "EXISTS and DOES_NOT_EXIST take no values");
+        }
+        break;
+      case R::GT:
+      case R::LT:
+        if (r.values_size() != 1 || !ParseLabelNumber(r.values(0))) {
+          return Invalid(field + ".values", "GT and LT take one integer value");
+        }
+        break;
+      default:
+        return Invalid(
+            field + ".operator",
+            "must be IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT or LT, got " + Num(r.operator_()));
+    }
+  }
+  for (int i = 0; i < spec.tolerations_size(); ++i) {
+    const v1::Toleration& t = spec.tolerations(i);
+    const std::string field = "tolerations[" + Num(i) + "]";
+    if (!v1::Toleration::Operator_IsValid(t.operator_())) {
+      return Invalid(field + ".operator", "must be EQUAL or EXISTS, got " + Num(t.operator_()));
+    }
+    if (!v1::TaintEffect_IsValid(t.effect())) {
+      return Invalid(field + ".effect", "unknown effect " + Num(t.effect()));
+    }
+    if (t.operator_() == v1::Toleration::EQUAL) {
+      TESSERA_RETURN_IF_ERROR(LabelKey(t.key(), field + ".key"));
+      TESSERA_RETURN_IF_ERROR(LabelValue(t.value(), field + ".value"));
+    } else {
+      if (t.key().size() > 253) return Invalid(field + ".key", "at most 253 bytes");
+      if (!t.value().empty()) return Invalid(field + ".value", "EXISTS takes no value");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits) {
@@ -212,6 +281,7 @@ Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits) {
       return Invalid("env", "'" + key + "' is not a valid variable name");
     }
   }
+  TESSERA_RETURN_IF_ERROR(ValidatePlacementTerms(spec));
   const v1::SimulationHints& sim = spec.simulation();
   TESSERA_RETURN_IF_ERROR(Between(sim.duration_ms(), 0, kMaxSimulatedMs, "simulation.duration_ms"));
   TESSERA_RETURN_IF_ERROR(Between(sim.exit_code(), 0, kMaxExitCode, "simulation.exit_code"));

@@ -20,6 +20,8 @@ v1::NodeSpec Canonical(const v1::NodeSpec& spec) {
   out.set_cpu_milli(spec.cpu_milli());
   out.set_memory_mib(spec.memory_mib());
   out.mutable_labels()->insert(spec.labels().begin(), spec.labels().end());
+  *out.mutable_taints() = spec.taints();
+  out.set_zone(spec.zone());
   for (int i = 0; i < spec.gpus_size(); ++i) {
     v1::GpuDevice* gpu = out.add_gpus();
     gpu->set_index(i);
@@ -30,9 +32,13 @@ v1::NodeSpec Canonical(const v1::NodeSpec& spec) {
   return out;
 }
 
-bool SameExceptLabels(v1::NodeSpec a, v1::NodeSpec b) {
-  a.clear_labels();
-  b.clear_labels();
+// Labels, taints and zone change in place, whatever runs on the node.
+bool SameExceptLabelsAndTaints(v1::NodeSpec a, v1::NodeSpec b) {
+  for (v1::NodeSpec* spec : {&a, &b}) {
+    spec->clear_labels();
+    spec->clear_taints();
+    spec->clear_zone();
+  }
   return google::protobuf::util::MessageDifferencer::Equals(a, b);
 }
 
@@ -168,13 +174,14 @@ Status Engine::UpdateNode(const v1::NodeSpec& spec, const std::string& from) {
     }
     return Status::Ok();
   }
-  if (SameExceptLabels(now, next)) {
-    cluster_.SetLabels(id, {spec.labels().begin(), spec.labels().end()});
-    PersistNodeEvent(spec.name(), "labels changed: reported by " + from);
+  if (SameExceptLabelsAndTaints(now, next)) {
+    cluster_.SetLabelsAndTaints(id, spec);
+    placer_.Refresh(id);
+    PersistNodeEvent(spec.name(), "labels, taints or zone changed: reported by " + from);
     return Status::Ok();
   }
   if (node->running_tasks() == 0) return Reshape(id, spec, from);
-  cluster_.SetLabels(id, {spec.labels().begin(), spec.labels().end()});
+  cluster_.SetLabelsAndTaints(id, spec);
   reshapes_due_[id] = spec;
   node->set_reshape_pending(true);
   placer_.Refresh(id);
@@ -253,6 +260,8 @@ v1::NodeSpec Engine::DescribeNodeSpec(NodeIndexId id) const {
   spec.set_cpu_milli(cap.cpu_milli());
   spec.set_memory_mib(cap.memory_mib());
   spec.mutable_labels()->insert(cluster_.labels(id).begin(), cluster_.labels(id).end());
+  *spec.mutable_taints() = cluster_.taints_and_zone(id).taints();
+  spec.set_zone(cluster_.taints_and_zone(id).zone());
   for (size_t i = 0; i < n.gpus().size(); ++i) {
     v1::GpuDevice* gpu = spec.add_gpus();
     gpu->set_index(static_cast<int32_t>(i));

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "model/gpu_partition.h"
+#include "model/placement_terms.h"
 
 namespace tessera {
 namespace {
@@ -112,6 +113,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   job.key = PendingKey{status.priority(), status.submit_time_us(), stored.id()};
   job.preemptible = status.preemptible();
   job.shape = MakeTaskShape(spec, cluster_.models());
+  job.shape.terms = PlacementTerms::Compile(spec, cluster_.label_dictionary());
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
   job.elastic = spec.has_elastic() && spec.elastic().max_tasks() > 0;
   if (job.elastic) {

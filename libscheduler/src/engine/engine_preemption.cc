@@ -187,7 +187,8 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
   // before the reservation starts, as for backfill (ReservationFilter).
   const std::optional<TimestampUs> ends_by = job.EndsByIfStartedAt(now);
   auto usable = [&](const NodeState& n) {
-    if (!n.Schedulable()) return false;
+    // Only nodes the preemptor may run on: stopping victims elsewhere frees nothing it can use.
+    if (!n.Schedulable() || !Admits(job.shape, n)) return false;
     for (const Reservation* r : reservations_.On(n.id())) {
       if (r->whole_nodes() && r->job != job.id && !(ends_by && *ends_by <= r->start_us) &&
           !ReservationYields(jobs_.at(r->job), job, claimant)) {

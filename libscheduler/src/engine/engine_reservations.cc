@@ -85,8 +85,9 @@ void Engine::TryReserve(JobRecord& job) {
     return std::nullopt;
   };
   const uint64_t id = job.id;
-  auto usable = [this, id](const NodeState& n) {
-    return n.Schedulable() && !reservations_.HeldWholeForOther(n.id(), id);
+  const TaskShape& shape = job.shape;
+  auto usable = [this, id, &shape](const NodeState& n) {
+    return n.Schedulable() && Admits(shape, n) && !reservations_.HeldWholeForOther(n.id(), id);
   };
   const int min_tasks = MinTasksToPlace(job);
   std::optional<ShadowPlan> plan =

@@ -37,6 +37,8 @@ StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCl
       node.set_cpu_milli(group.cpu_milli());
       node.set_memory_mib(group.memory_mib());
       *node.mutable_labels() = group.labels();
+      *node.mutable_taints() = group.taints();
+      node.set_zone(group.zone());
       for (int d = 0; d < group.gpus(); ++d) {
         v1::GpuDevice* gpu = node.add_gpus();
         gpu->set_index(d);

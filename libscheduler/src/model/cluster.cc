@@ -29,6 +29,34 @@ Status ValidateNodeSpec(const v1::NodeSpec& spec) {
     }
     TESSERA_RETURN_IF_ERROR(ValidateGpuSharing(g, field));
   }
+  for (const auto& [key, value] : spec.labels()) {
+    if (key.empty() || key.size() > 253) {
+      return InvalidArgumentError(where + "labels: keys must be 1..253 bytes");
+    }
+    if (value.size() > 1024) {
+      return InvalidArgumentError(where + "labels[" + key + "]: at most 1024 bytes");
+    }
+  }
+  if (spec.zone().size() > 253) return InvalidArgumentError(where + "zone: at most 253 bytes");
+  auto zone_label = spec.labels().find(std::string(kZoneLabel));
+  if (!spec.zone().empty() && zone_label != spec.labels().end() &&
+      zone_label->second != spec.zone()) {
+    return InvalidArgumentError(where + "zone: '" + spec.zone() + "' differs from labels[zone] '" +
+                                zone_label->second + "'");
+  }
+  for (int i = 0; i < spec.taints_size(); ++i) {
+    const v1::Taint& t = spec.taints(i);
+    const std::string field = where + "taints[" + std::to_string(i) + "].";
+    if (t.key().empty() || t.key().size() > 253) {
+      return InvalidArgumentError(field + "key: must be 1..253 bytes");
+    }
+    if (t.value().size() > 1024) return InvalidArgumentError(field + "value: at most 1024 bytes");
+    if (!v1::TaintEffect_IsValid(t.effect()) || t.effect() == v1::TAINT_EFFECT_UNSPECIFIED) {
+      return InvalidArgumentError(
+          field + "effect: must be NO_SCHEDULE, PREFER_NO_SCHEDULE or NO_EXECUTE, got " +
+          std::to_string(t.effect()));
+    }
+  }
   return Status::Ok();
 }
 
@@ -169,8 +197,14 @@ StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
                         std::move(gpus), std::move(rack));
     by_name_.emplace(spec.name(), id);
     labels_.emplace_back();
+    taints_and_zone_.emplace_back();
   }
   labels_[id] = {spec.labels().begin(), spec.labels().end()};
+  taints_and_zone_[id].Clear();
+  *taints_and_zone_[id].mutable_taints() = spec.taints();
+  taints_and_zone_[id].set_zone(spec.zone());
+  nodes_[id].set_labels(
+      std::make_shared<const NodeLabels>(MakeNodeLabels(spec, label_dictionary_)));
   capacity_ += nodes_[id].Capacity();
   return id;
 }
@@ -183,10 +217,15 @@ void Cluster::RemoveNode(NodeIndexId id) {
   free_slots_.insert(id);
 }
 
-void Cluster::SetLabels(NodeIndexId id, const std::map<std::string, std::string>& labels) {
-  labels_[id] = labels;
-  auto rack = labels.find("rack");
-  nodes_[id].set_rack(rack == labels.end() ? "" : rack->second);
+void Cluster::SetLabelsAndTaints(NodeIndexId id, const v1::NodeSpec& spec) {
+  labels_[id] = {spec.labels().begin(), spec.labels().end()};
+  auto rack = spec.labels().find("rack");
+  nodes_[id].set_rack(rack == spec.labels().end() ? "" : rack->second);
+  taints_and_zone_[id].Clear();
+  *taints_and_zone_[id].mutable_taints() = spec.taints();
+  taints_and_zone_[id].set_zone(spec.zone());
+  nodes_[id].set_labels(
+      std::make_shared<const NodeLabels>(MakeNodeLabels(spec, label_dictionary_)));
 }
 
 NodeState* Cluster::Find(const std::string& name) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/gpu_models.h"
+#include "model/node_labels.h"
 #include "model/node_state.h"
 #include "model/resource_vector.h"
 #include "tessera/status.h"
@@ -30,8 +31,9 @@ class Cluster {
   // Marks a node absent; its capacity leaves the totals and its slot may be reused. Its tasks
   // must already be released.
   void RemoveNode(NodeIndexId id);
-  // Replaces a present node's labels (its rack with them), keeping everything else.
-  void SetLabels(NodeIndexId id, const std::map<std::string, std::string>& labels);
+  // Replaces a present node's labels (its rack with them), taints and zone by those of `spec`
+  // (validated), keeping everything else. The placer must re-index the node after.
+  void SetLabelsAndTaints(NodeIndexId id, const v1::NodeSpec& spec);
 
   NodeState* Find(const std::string& name);
   const NodeState* Find(const std::string& name) const;
@@ -42,6 +44,13 @@ class Cluster {
 
   // The labels a node was added with (its spec's), as the API reports them.
   const std::map<std::string, std::string>& labels(NodeIndexId id) const { return labels_[id]; }
+  // The taints and zone a node was added with (a spec with only those set), as the API reports
+  // them.
+  const v1::NodeSpec& taints_and_zone(NodeIndexId id) const { return taints_and_zone_[id]; }
+
+  // The names of node labels and taints, and of the job terms matched against them.
+  LabelDictionary& label_dictionary() { return label_dictionary_; }
+  const LabelDictionary& label_dictionary() const { return label_dictionary_; }
 
   GpuModels& models() { return models_; }
   const GpuModels& models() const { return models_; }
@@ -52,13 +61,16 @@ class Cluster {
  private:
   std::vector<NodeState> nodes_;
   std::vector<std::map<std::string, std::string>> labels_;  // by NodeIndexId.
+  std::vector<v1::NodeSpec> taints_and_zone_;               // by NodeIndexId.
   std::unordered_map<std::string, NodeIndexId> by_name_;    // present and absent nodes.
   std::set<NodeIndexId> free_slots_;                        // absent, lowest reused first.
   GpuModels models_;
+  LabelDictionary label_dictionary_;
   ResourceVector capacity_;
 };
 
-// Checks a node spec: name, positive capacities, at most 32 GPUs, one GPU model per node.
+// Checks a node spec: name, positive capacities, at most 32 GPUs, one GPU model per node,
+// label keys, taints (key and effect) and a zone that agrees with any "zone" label.
 Status ValidateNodeSpec(const v1::NodeSpec& spec);
 // Checks one GPU's sharing mode and its fields; `field` prefixes messages ("node 'a': gpus[0].").
 Status ValidateGpuSharing(const v1::GpuDevice& gpu, const std::string& field);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "model/gpu_slot.h"
+#include "model/node_labels.h"
 #include "model/resource_vector.h"
 #include "model/task_shape.h"
 
@@ -64,6 +66,19 @@ class NodeState {
   const std::string& rack() const { return rack_; }
   void set_rack(std::string rack) { rack_ = std::move(rack); }
   const std::vector<GpuSlot>& gpus() const { return gpus_; }
+  // Its labels and taints, interned (model/placement_terms.h matches jobs against them).
+  const NodeLabels& labels() const { return *labels_; }
+  // The same object, for those that keep it (the label index, feasibility snapshots).
+  const std::shared_ptr<const NodeLabels>& shared_labels() const { return labels_; }
+  void set_labels(std::shared_ptr<const NodeLabels> labels) {
+    hard_taints_ = labels->hard_taints;
+    soft_taints_ = labels->soft_taints;
+    labels_ = std::move(labels);
+  }
+  // The same as labels().hard_taints and labels().soft_taints, kept here so that a job without
+  // placement terms reads no more than the node itself.
+  bool hard_taints() const { return hard_taints_; }
+  bool soft_taints() const { return soft_taints_; }
 
   int64_t cpu_free() const { return cpu_free_; }
   int64_t memory_free() const { return memory_free_; }
@@ -134,12 +149,16 @@ class NodeState {
   int64_t cpu_free_;
   int64_t memory_free_;
   std::vector<GpuSlot> gpus_;
+  // Never null: a node without labels points at NoLabels(), owning nothing.
+  std::shared_ptr<const NodeLabels> labels_{std::shared_ptr<void>(), &NoLabels()};
   int whole_free_gpus_ = 0;
   int32_t max_free_milli_ = 0;
   int running_tasks_ = 0;
   uint64_t stamp_ = 0;
   bool cordoned_ = false;
   bool draining_ = false;
+  bool hard_taints_ = false;
+  bool soft_taints_ = false;
   bool present_ = true;
   bool reshape_pending_ = false;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "model/gpu_models.h"
@@ -13,6 +14,8 @@ namespace tessera {
 
 // The form of GPU share a task accepts (mirrors v1::GpuForm).
 enum class GpuForm : uint8_t { kAny, kWhole, kMig, kTimeSlice, kMps, kVgpu };
+
+class PlacementTerms;  // model/placement_terms.h
 
 struct TaskShape {
   int64_t cpu_milli = 0;
@@ -31,6 +34,10 @@ struct TaskShape {
   // An exact vGPU type ("A100-4C" is family "A100", 4 GiB); 0 = the smallest that meets the asks.
   std::string vgpu_family;
   int32_t vgpu_framebuffer_gib = 0;
+  // Where the job may run (node selectors, requirements, tolerations); nullptr = any node
+  // without a NO_SCHEDULE or NO_EXECUTE taint. Shapes with terms are equal only when they
+  // share the compiled object (PlacementTerms::Compile makes one per job).
+  std::shared_ptr<const PlacementTerms> terms;
 
   bool needs_gpu() const { return gpu_count > 0; }
   // A share of one GPU: a fraction, or any form other than whole GPUs (a MIG 7g instance is a
@@ -59,7 +66,8 @@ struct TaskShape {
   }
 };
 
-// Builds a shape from a validated spec. Unknown model names are interned so a node that reports
+// Builds a shape from a validated spec, without its terms (the caller compiles those against
+// its cluster's labels). Unknown model names are interned so a node that reports
 // them later can run the job.
 TaskShape MakeTaskShape(const v1::JobSpec& spec, GpuModels& models);
 

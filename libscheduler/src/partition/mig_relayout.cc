@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "model/placement_terms.h"
 #include "tessera/gpu/mig_profiles.h"
 
 namespace tessera {
@@ -55,8 +56,8 @@ bool RelayoutIdleMig(Cluster& cluster, const TaskShape& shape, int min_tasks,
   };
   std::vector<Candidate> candidates;
   for (const NodeState& node : cluster.nodes()) {
-    if (!node.Schedulable() || !shape.AllowsModel(node.model()) || !node.HostFits(shape) ||
-        !usable(node)) {
+    if (!node.Schedulable() || !shape.AllowsModel(node.model()) || !Admits(shape, node) ||
+        !node.HostFits(shape) || !usable(node)) {
       continue;
     }
     for (int g = 0; g < static_cast<int>(node.gpus().size()); ++g) {
@@ -123,7 +124,8 @@ std::optional<MigDrainPlan> PlanMigDrain(const Cluster& cluster, const TaskShape
   int planned = 0;
   for (const NodeState& node : cluster.nodes()) {
     if (planned >= kMigGpusPlannedPerJob) break;
-    if (!node.Schedulable() || !shape.AllowsModel(node.model()) || !node.HostFits(shape)) {
+    if (!node.Schedulable() || !shape.AllowsModel(node.model()) || !Admits(shape, node) ||
+        !node.HostFits(shape)) {
       continue;
     }
     for (int g = 0; g < static_cast<int>(node.gpus().size()) && planned < kMigGpusPlannedPerJob;

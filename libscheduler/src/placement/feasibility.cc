@@ -9,7 +9,8 @@ namespace tessera {
 
 std::string DescribeShareAsk(const TaskShape& shape);
 
-FeasibilityQuery FeasibilityQuery::FromSpec(const v1::JobSpec& spec) {
+FeasibilityQuery FeasibilityQuery::FromSpec(const v1::JobSpec& spec,
+                                            const LabelDictionary& labels) {
   FeasibilityQuery q;
   const v1::TaskResources& t = spec.task();
   q.cpu_milli = t.cpu_milli();
@@ -23,6 +24,7 @@ FeasibilityQuery FeasibilityQuery::FromSpec(const v1::JobSpec& spec) {
   GpuModels scratch;
   q.shape = MakeTaskShape(spec, scratch);
   q.shape.models = 0;
+  q.shape.terms = PlacementTerms::Compile(spec, labels);
   q.gpu_milli = q.shape.gpu_milli;
   q.gpu_memory_mib = q.shape.gpu_memory_mib;
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
@@ -62,10 +64,14 @@ TaskShape FeasibilityQuery::GpuAsk() const {
   return ask;
 }
 
-FeasibilityChecker::FeasibilityChecker(const Cluster& cluster) {
-  using Key = std::tuple<std::string, int64_t, int64_t, int, int, int64_t, std::string>;
+FeasibilityChecker::FeasibilityChecker(const Cluster& cluster)
+    : labels_(cluster.label_dictionary()) {
+  using Key = std::tuple<std::string, int64_t, int64_t, int, int, int64_t, std::string, size_t>;
   std::map<Key, int64_t> counts;
   std::map<std::string, GpuSlot> idle_gpus;  // by sharing signature.
+  // Distinct label sets: nodes that differ only in them are different shapes.
+  std::map<NodeLabels, size_t> label_sets;
+  std::vector<std::shared_ptr<const NodeLabels>> label_set_of;
   for (const NodeState& n : cluster.nodes()) {
     if (!n.present()) continue;
     std::map<int32_t, int> domains;
@@ -90,15 +96,19 @@ FeasibilityChecker::FeasibilityChecker(const Cluster& cluster) {
       }
       idle_gpus.emplace(sharing, idle);
     }
+    auto [set, added] = label_sets.emplace(n.labels(), label_set_of.size());
+    if (added) label_set_of.push_back(n.shared_labels());
     ++counts[{model, cap.cpu_milli(), cap.memory_mib(), static_cast<int>(n.gpus().size()), largest,
-              gpu_memory, sharing}];
+              gpu_memory, sharing, set->second}];
   }
   for (const auto& [key, count] : counts) {
     NodeShape s;
     std::string sharing;
+    size_t label_set = 0;
     std::tie(s.model, s.cpu_milli, s.memory_mib, s.gpus, s.largest_nvlink_domain, s.gpu_memory_mib,
-             sharing) = key;
+             sharing, label_set) = key;
     s.count = count;
+    s.labels = label_set_of[label_set];
     if (!sharing.empty()) s.idle_gpu = idle_gpus[sharing];
     shapes_.push_back(s);
   }
@@ -109,6 +119,11 @@ bool FeasibilityChecker::ModelAllowed(const NodeShape& node, const FeasibilityQu
   if (node.model.empty()) return false;
   return q.models.empty() ||
          std::find(q.models.begin(), q.models.end(), node.model) != q.models.end();
+}
+
+bool FeasibilityChecker::Admits(const NodeShape& node, const FeasibilityQuery& q) {
+  if (q.shape.terms == nullptr) return !node.labels->hard_taints;
+  return q.shape.terms->Admits(*node.labels);
 }
 
 int64_t FeasibilityChecker::TasksPerNode(const NodeShape& node, const FeasibilityQuery& q) {
@@ -163,7 +178,7 @@ std::optional<std::string> FeasibilityChecker::Check(const FeasibilityQuery& q) 
   int64_t cluster_tasks = 0;
   int64_t best_node_tasks = 0;
   for (const NodeShape& node : shapes_) {
-    if (!ModelAllowed(node, q)) continue;
+    if (!ModelAllowed(node, q) || !Admits(node, q)) continue;
     const int64_t per_node = TasksPerNode(node, q);
     best_node_tasks = std::max(best_node_tasks, per_node);
     cluster_tasks += per_node * node.count;
@@ -186,8 +201,15 @@ std::string FeasibilityChecker::ExplainNoNode(const FeasibilityQuery& q) const {
   std::ostringstream os;
   os << "no node could ever run one task";
   std::vector<const NodeShape*> allowed;
+  bool model_allowed = false;
   for (const NodeShape& node : shapes_) {
-    if (ModelAllowed(node, q)) allowed.push_back(&node);
+    if (!ModelAllowed(node, q)) continue;
+    model_allowed = true;
+    if (Admits(node, q)) allowed.push_back(&node);
+  }
+  if (model_allowed && allowed.empty()) {
+    os << ": " << ExplainNotAdmitted(q);
+    return os.str();
   }
   if (allowed.empty()) {
     if (q.gpu_count > 0 && !q.models.empty()) {
@@ -240,6 +262,45 @@ std::string FeasibilityChecker::ExplainNoNode(const FeasibilityQuery& q) const {
     for (size_t i = 0; i < shortfalls.size(); ++i) os << (i ? "; " : "") << shortfalls[i];
   }
   return os.str();
+}
+
+std::string FeasibilityChecker::DescribeTaint(const NodeTaint& taint) const {
+  static constexpr const char* kEffects[] = {"", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"};
+  std::string out = labels_.Text(taint.key);
+  if (!labels_.Text(taint.value).empty()) out += "=" + labels_.Text(taint.value);
+  return out + ":" + kEffects[static_cast<int>(taint.effect)];
+}
+
+std::string FeasibilityChecker::ExplainNotAdmitted(const FeasibilityQuery& q) const {
+  std::vector<const NodeShape*> nodes;
+  for (const NodeShape& node : shapes_) {
+    if (ModelAllowed(node, q)) nodes.push_back(&node);
+  }
+  const PlacementTerms* terms = q.shape.terms.get();
+  std::vector<const NodeShape*> matching;
+  for (const NodeShape* node : nodes) {
+    if (terms == nullptr || terms->MatchesLabels(*node->labels)) matching.push_back(node);
+  }
+  if (matching.empty()) {
+    for (size_t i = 0; i < terms->requirements().size(); ++i) {
+      const bool somewhere = std::any_of(nodes.begin(), nodes.end(), [&](const NodeShape* n) {
+        return terms->MatchesRequirement(i, *n->labels);
+      });
+      if (!somewhere) return "no node has " + terms->requirements()[i].description;
+    }
+    return "no node meets all of the job's node_selector and node_requirements";
+  }
+  // Labels match somewhere, so a hard taint keeps the job out of each of those nodes.
+  for (const NodeTaint& taint : matching.front()->labels->taints) {
+    if (!taint.hard()) continue;
+    const bool untolerated =
+        terms == nullptr || !terms->ToleratesHard(NodeLabels{{}, {taint}, true, false});
+    if (untolerated) {
+      return std::string(terms ? "every node the job's selector matches" : "every node") +
+             " has a taint the job does not tolerate (e.g. " + DescribeTaint(taint) + ")";
+    }
+  }
+  return "every node has a taint the job does not tolerate";
 }
 
 std::string DescribeShareAsk(const TaskShape& shape) {

@@ -1,5 +1,7 @@
 #include "placement/node_index.h"
 
+#include <algorithm>
+
 namespace tessera {
 
 NodeIndex::Entries* NodeIndex::WholeIndex(int model) {
@@ -57,6 +59,7 @@ void NodeIndex::Update(const NodeState& node, uint32_t tie_rank) {
     }
     k.tie = tie;
   }
+  if (k.labels != node.shared_labels()) IndexLabels(k, node);
   k.model = node.model();
   const bool schedulable = node.Schedulable();
   const int64_t cpu = schedulable ? node.cpu_free() : -1;
@@ -77,6 +80,31 @@ void NodeIndex::Update(const NodeState& node, uint32_t tie_rank) {
     Move(ShareIndex(node.model()), k.share, k.share_at,
          schedulable && node.max_free_milli() > 0 ? node.max_free_milli() : -1, tie);
   }
+}
+
+void NodeIndex::IndexLabels(Keys& keys, const NodeState& node) {
+  const NodeIndexId id = node.id();
+  if (keys.labels) {
+    for (const NodeLabel& l : keys.labels->labels) {
+      auto list = by_label_.find(LabelKey(l.key, l.value));
+      if (list == by_label_.end()) continue;
+      std::vector<NodeIndexId>& ids = list->second;
+      auto at = std::lower_bound(ids.begin(), ids.end(), id);
+      if (at != ids.end() && *at == id) ids.erase(at);
+      if (ids.empty()) by_label_.erase(list);
+    }
+  }
+  for (const NodeLabel& l : node.labels().labels) {
+    std::vector<NodeIndexId>& ids = by_label_[LabelKey(l.key, l.value)];
+    ids.insert(std::lower_bound(ids.begin(), ids.end(), id), id);
+  }
+  keys.labels = node.shared_labels();
+}
+
+const std::vector<NodeIndexId>& NodeIndex::WithLabel(LabelId key, LabelId value) const {
+  static const std::vector<NodeIndexId> kNone;
+  auto it = by_label_.find(LabelKey(key, value));
+  return it == by_label_.end() ? kNone : it->second;
 }
 
 void NodeIndex::FlushCpu() const {

@@ -8,12 +8,18 @@
 // visited by a tie rank given with each update (lowest first; then by id), which lets a scorer
 // that compares only the first few candidates see the nodes its own tie order prefers.
 //
-// Call Update(node) after every change to a node's free capacity or schedulability.
+// Besides, every indexed node is listed under each of its labels (key=value), whatever its
+// free capacity or state, so that a job whose selector only a few nodes match finds them
+// without walking the capacity orders past the nodes it may not use.
+//
+// Call Update(node) after every change to a node's free capacity, schedulability or labels.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -51,6 +57,9 @@ class NodeIndex {
   template <typename Visitor>
   void Visit(const TaskShape& shape, int model, IndexOrder order, Visitor&& visit) const;
 
+  // The nodes labelled key=value, by id; empty when none is.
+  const std::vector<NodeIndexId>& WithLabel(LabelId key, LabelId value) const;
+
  private:
   // (key, tie rank << 32 | node id).
   using Entries = std::set<std::pair<int64_t, uint64_t>>;
@@ -69,6 +78,7 @@ class NodeIndex {
     int64_t cpu_wanted = -1;          // the CPU key to move to at the next FlushCpu.
     int64_t cpu_sparing_wanted = -1;  // likewise for the GPU-sparing order.
     bool cpu_dirty = false;
+    std::shared_ptr<const NodeLabels> labels;  // as listed in by_label_.
   };
   static constexpr int kBucketShift = 40;  // free cpu in milli stays far below 2^40.
   // Buckets of free GPUs, fewest first: none, only shares, one whole GPU, one and a share, ...
@@ -85,6 +95,9 @@ class NodeIndex {
 
   // Brings the CPU orders up to date (see cpu_).
   void FlushCpu() const;
+  // Moves a node from the label lists of its old labels to those of `node`'s.
+  void IndexLabels(Keys& keys, const NodeState& node);
+  static uint64_t LabelKey(LabelId key, LabelId value) { return uint64_t{key} << 32 | value; }
 
   // Mutable: only the CPU orders are kept lazily, below.
   mutable std::vector<Keys> keys_;  // by node id.
@@ -96,7 +109,8 @@ class NodeIndex {
   mutable Entries cpu_;
   mutable std::vector<NodeIndexId> cpu_dirty_;
   bool gpu_sparing_ = false;
-  mutable Entries cpu_sparing_;  // by GpuBucket, then free cpu.
+  mutable Entries cpu_sparing_;                                      // by GpuBucket, then free cpu.
+  std::unordered_map<uint64_t, std::vector<NodeIndexId>> by_label_;  // by LabelKey; sorted.
 };
 
 template <typename Visitor>

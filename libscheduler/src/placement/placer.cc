@@ -1,5 +1,6 @@
 #include "placement/placer.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace tessera {
@@ -50,6 +51,7 @@ void Placer::Forget(NodeIndexId id) {
 
 std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
                                                   const TaskShape& shape) const {
+  if (!Admits(shape, node)) return std::nullopt;
   for (const auto& filter : filters_) {
     if (!filter->Accept(node, shape)) return std::nullopt;
   }
@@ -57,10 +59,24 @@ std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
 }
 
 bool Placer::Fits(const NodeState& node, const TaskShape& shape) const {
+  if (!Admits(shape, node)) return false;
   for (const auto& filter : filters_) {
     if (!filter->Accept(node, shape)) return false;
   }
   return node.Fits(shape);
+}
+
+const std::vector<NodeIndexId>* Placer::LabelledCandidates(const TaskShape& shape) const {
+  if (shape.terms == nullptr) return nullptr;
+  const std::vector<NodeIndexId>* narrowest = nullptr;
+  for (const auto& [key, value] : shape.terms->required_pairs()) {
+    const std::vector<NodeIndexId>& nodes = index_.WithLabel(key, value);
+    if (narrowest == nullptr || nodes.size() < narrowest->size()) narrowest = &nodes;
+  }
+  if (narrowest == nullptr || narrowest->size() > static_cast<size_t>(kMaxVisitsPerTask)) {
+    return nullptr;
+  }
+  return narrowest;
 }
 
 std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape,
@@ -69,40 +85,57 @@ std::optional<TaskAllocation> Placer::FindOne(const TaskShape& shape,
   int64_t best_score = std::numeric_limits<int64_t>::min();
   uint64_t best_rank = 0;  // of `best` in the random node order, when ties go by it.
   bool best_in_rack = false;
+  // `best` is on a node with a PREFER_NO_SCHEDULE taint the job does not tolerate: any node
+  // without one beats it.
+  bool best_repelled = false;
   const bool prefer_rack = !preferred_rack.empty();
   const int wanted = scorer_->candidates();
   const int lookahead = wanted > kMaxVisitsPerTask ? wanted : wanted + kRackLookahead;
 
+  // Scores one node that passed the walk's cheap tests; true when it fits.
+  auto score = [&](const NodeState& node) {
+    std::optional<ScoredAllocation> a = FitOnNode(node, shape);
+    if (!a) return false;
+    const bool repelled = RepelledSoftly(shape, node);
+    const uint64_t rank = tie_order_seed_ ? TieRank(*tie_order_seed_, node.id()) : 0;
+    const bool in_rack = prefer_rack && node.rack() == preferred_rack;
+    const bool better_rank =
+        a->score > best_score || (a->score == best_score && tie_order_seed_ && rank < best_rank);
+    const bool better_place = in_rack > best_in_rack || (in_rack == best_in_rack && better_rank);
+    if (!best || (best_repelled && !repelled) || (repelled == best_repelled && better_place)) {
+      best = a->allocation;
+      best_score = a->score;
+      best_rank = rank;
+      best_in_rack = in_rack;
+      best_repelled = repelled;
+    }
+    return true;
+  };
   auto search = [&](int model) {
     int found = 0;
     int visits = 0;
     index_.Visit(shape, model, scorer_->order(), [&](NodeIndexId id) {
       const NodeState& node = cluster_.node(id);
-      if (found >= wanted && node.rack() != preferred_rack) {
-        // Past the scorer's candidates only a node in the rack can win: this one only counts
-        // towards the lookahead, without the cost of scoring it.
+      if (found >= wanted && node.rack() != preferred_rack &&
+          (!best_repelled || RepelledSoftly(shape, node))) {
+        // Past the scorer's candidates only a node in the rack (or, when the best repels the
+        // job softly, one that does not) can win: this one only counts towards the lookahead,
+        // without the cost of scoring it.
         if (Fits(node, shape)) ++found;
         return found < lookahead && ++visits < kMaxVisitsPerTask;
       }
-      if (std::optional<ScoredAllocation> a = FitOnNode(node, shape)) {
-        const uint64_t rank = tie_order_seed_ ? TieRank(*tie_order_seed_, id) : 0;
-        const bool in_rack = prefer_rack && node.rack() == preferred_rack;
-        const bool better_rank = a->score > best_score ||
-                                 (a->score == best_score && tie_order_seed_ && rank < best_rank);
-        if (!best || in_rack > best_in_rack || (in_rack == best_in_rack && better_rank)) {
-          best = a->allocation;
-          best_score = a->score;
-          best_rank = rank;
-          best_in_rack = in_rack;
-        }
-        ++found;
-      }
-      const bool want_more = found < wanted || (prefer_rack && !best_in_rack && found < lookahead);
+      if (score(node)) ++found;
+      const bool want_more = found < wanted ||
+                             (prefer_rack && !best_in_rack && found < lookahead) ||
+                             (best_repelled && found < lookahead);
       return want_more && ++visits < kMaxVisitsPerTask;
     });
   };
 
-  if (!shape.needs_gpu()) {
+  if (const std::vector<NodeIndexId>* labelled = LabelledCandidates(shape)) {
+    // A short list: score every node on it.
+    for (NodeIndexId id : *labelled) score(cluster_.node(id));
+  } else if (!shape.needs_gpu()) {
     search(-1);
   } else {
     const int models = cluster_.models().size();
@@ -136,13 +169,21 @@ PlacementResult Placer::Place(const TaskShape& shape, int min_tasks, int max_tas
       candidates.push_back(id);
       return candidates.size() < kMaxSameNodeCandidates;
     };
-    if (!shape.needs_gpu()) {
+    if (const std::vector<NodeIndexId>* labelled = LabelledCandidates(shape)) {
+      for (NodeIndexId id : *labelled) {
+        if (!collect(id)) break;
+      }
+    } else if (!shape.needs_gpu()) {
       index_.Visit(shape, -1, scorer_->order(), collect);
     } else {
       for (int m = 0; m < cluster_.models().size(); ++m) {
         if (shape.AllowsModel(m)) index_.Visit(shape, m, scorer_->order(), collect);
       }
     }
+    // Nodes that repel the job softly (PREFER_NO_SCHEDULE) are tried last.
+    std::stable_partition(candidates.begin(), candidates.end(), [&](NodeIndexId id) {
+      return !RepelledSoftly(shape, cluster_.node(id));
+    });
     for (NodeIndexId id : candidates) {
       std::vector<TaskAllocation> tasks;
       if (PlaceOnNode(cluster_.node(id), shape, max_tasks, &tasks) >= min_tasks) {

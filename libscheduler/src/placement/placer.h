@@ -7,7 +7,12 @@
 // A job's tasks are placed one after another, the later ones preferring the rack of the first
 // (node label "rack"): a fitting node in that rack beats any node outside it, however they
 // score, so a gang's tasks talk over the rack's switch. To find one, the walk goes up to
-// kRackLookahead fitting nodes past the scorer's candidates, scoring only those in the rack. If
+// kRackLookahead fitting nodes past the scorer's candidates, scoring only those in the rack.
+// Only nodes that admit the job are tried (model/placement_terms.h; checked before the filters
+// rather than as one, which would cost a virtual call per candidate). A node with a
+// PREFER_NO_SCHEDULE taint the job does not tolerate loses to any other fitting node met in that
+// walk, rack or not. A job whose selector names a label few nodes have (at most
+// kMaxVisitsPerTask) scores every node with that label instead of walking the index. If
 // fewer than the gang minimum fit, every tentative allocation is undone, so a gang never holds
 // part of the cluster while it waits (no partial holds, no deadlock).
 //
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "model/cluster.h"
+#include "model/placement_terms.h"
 #include "placement/node_filter.h"
 #include "placement/node_index.h"
 #include "placement/scorer.h"
@@ -78,6 +84,9 @@ class Placer {
  private:
   // The best node for one task, or nullopt; a node in `preferred_rack` (unless empty) first.
   std::optional<TaskAllocation> FindOne(const TaskShape& shape, const std::string& preferred_rack);
+  // For a job whose selector only a few nodes match: the nodes with its rarest required label,
+  // when there are at most kMaxVisitsPerTask of them; else nullptr (walk the index).
+  const std::vector<NodeIndexId>* LabelledCandidates(const TaskShape& shape) const;
   std::optional<ScoredAllocation> FitOnNode(const NodeState& node, const TaskShape& shape) const;
   // Whether one task of `shape` fits on `node` (filters and devices), without scoring it.
   bool Fits(const NodeState& node, const TaskShape& shape) const;

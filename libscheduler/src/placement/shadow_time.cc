@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "model/placement_terms.h"
+
 namespace tessera {
 
 int TasksThatFit(const NodeState& node, const TaskShape& shape) {
   if (shape.needs_gpu() && !shape.AllowsModel(node.model())) return 0;
+  if (!Admits(shape, node)) return 0;
   // Arithmetic for the common shapes; a copy of the node and real fits for NVLink wishes.
   int64_t host = INT64_MAX;
   if (shape.cpu_milli > 0) host = node.cpu_free() / shape.cpu_milli;

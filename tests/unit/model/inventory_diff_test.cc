@@ -84,11 +84,17 @@ TEST_CASE("cluster: new labels replace the old ones and the rack with them") {
   v1::NodeSpec spec = Node("a");
   (*spec.mutable_labels())["rack"] = "r1";
   const NodeIndexId id = *cluster.AddNode(spec);
-  cluster.SetLabels(id, {{"rack", "r2"}, {"zone", "z"}});
+  v1::NodeSpec relabelled = Node("a");
+  (*relabelled.mutable_labels())["rack"] = "r2";
+  (*relabelled.mutable_labels())["pool"] = "p";
+  relabelled.set_zone("z1");
+  cluster.SetLabelsAndTaints(id, relabelled);
   CHECK(cluster.node(id).rack() == "r2");
-  CHECK(cluster.labels(id).at("zone") == "z");
-  cluster.SetLabels(id, {});
+  CHECK(cluster.labels(id).at("pool") == "p");
+  CHECK(cluster.taints_and_zone(id).zone() == "z1");
+  cluster.SetLabelsAndTaints(id, Node("a"));
   CHECK(cluster.node(id).rack().empty());
+  CHECK(cluster.taints_and_zone(id).zone().empty());
 }
 
 }  // namespace

@@ -134,3 +134,33 @@ TEST_CASE("node index: CPU-only candidates follow free CPU through many changes"
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST_CASE("node index: nodes are listed by label, and move when a node comes back relabelled") {
+  testing::PlacementFixture f;
+  v1::NodeSpec a = testing::GpuNode("a", 2, "A100-80GB");
+  (*a.mutable_labels())["pool"] = "x";
+  v1::NodeSpec b = testing::GpuNode("b", 2, "A100-80GB");
+  (*b.mutable_labels())["pool"] = "x";
+  b.set_zone("eu-1");
+  const NodeIndexId ia = f.Add(a);
+  const NodeIndexId ib = f.Add(b);
+  LabelDictionary& names = f.cluster.label_dictionary();
+  const LabelId pool = names.Find("pool");
+  CHECK(f.index.WithLabel(pool, names.Find("x")) == std::vector<NodeIndexId>{ia, ib});
+  CHECK(f.index.WithLabel(names.Find("zone"), names.Find("eu-1")) == std::vector<NodeIndexId>{ib});
+  CHECK(f.index.WithLabel(pool, names.Intern("y")).empty());
+
+  // Node a leaves and comes back in pool y: it moves lists.
+  f.cluster.RemoveNode(ia);
+  f.placer.Refresh(ia);
+  (*a.mutable_labels())["pool"] = "y";
+  REQUIRE(f.Add(a) == ia);
+  CHECK(f.index.WithLabel(pool, names.Find("x")) == std::vector<NodeIndexId>{ib});
+  CHECK(f.index.WithLabel(pool, names.Find("y")) == std::vector<NodeIndexId>{ia});
+}
+
+}  // namespace
+}  // namespace tessera
