@@ -211,6 +211,7 @@ StatusOr<ReplayConfig> LoadReplayConfig(const ReplayConfigRequest& request) {
     c.clear_simulated_cluster();
     c.clear_simulated_cluster_file();
     c.clear_executor_plugin();
+    c.clear_backends();
     const std::string& path = request.cluster_path;
     if (path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0) {
       TESSERA_ASSIGN_OR_RETURN(std::vector<OpenbNode> nodes, ReadOpenbNodes(path));
@@ -222,6 +223,10 @@ StatusOr<ReplayConfig> LoadReplayConfig(const ReplayConfigRequest& request) {
     return InvalidArgumentError(
         "the config runs executor_plugin '" + c.executor_plugin().plugin() +
         "'; a replay runs the built-in simulated executor: give its cluster with --cluster");
+  } else if (c.backends_size() > 0) {
+    return InvalidArgumentError(
+        "the config runs backends (the first: '" + c.backends(0).plugin() +
+        "'); a replay runs the built-in simulated executor: give its cluster with --cluster");
   }
   if (request.cluster_scale != 1) {
     if (!(request.cluster_scale > 0)) return InvalidArgumentError("--cluster-scale: must be > 0");

@@ -7,8 +7,8 @@
 // checks it, ToOptions maps it onto Options, and its `queues:` are applied with ApplyQueueTree
 // after the scheduler opens. What a replay changes, and why: the store is in memory (virtual
 // time makes commit latency irrelevant and nothing needs to outlive the run), the clock is a
-// ManualClock, and tasks run on the built-in simulated executor (an executor_plugin in the file
-// is refused unless --cluster replaces it).
+// ManualClock, and tasks run on the built-in simulated executor (an executor_plugin or backends
+// in the file are refused unless --cluster replaces them).
 //
 // --set <path>=<value> changes one field of the DaemonConfig before it is checked. <path> is the
 // field's YAML path, dot-separated ("fair_share.usage_half_life_s", "preemption.enabled",

@@ -154,6 +154,17 @@ CallResult ApiClient::ListNodes(std::vector<v1::Node>* nodes) const {
   return {};
 }
 
+CallResult ApiClient::ListBackends(std::vector<v1::Backend>* backends) const {
+  const HttpResponse response = Call("GET", "/v1/backends", "", BinaryReply());
+  if (CallResult result = Check(response); !result.ok()) return result;
+  v1::ListBackendsResponse list;
+  if (CallResult result = ParseMessage(response, "backend list", &list); !result.ok()) {
+    return result;
+  }
+  for (v1::Backend& backend : *list.mutable_backends()) backends->push_back(std::move(backend));
+  return {};
+}
+
 CallResult ApiClient::WriteQueue(const v1::QueueSpec& spec, bool create, v1::Queue* queue) const {
   const std::string body = spec.SerializeAsString();
   const HttpResponse response = create

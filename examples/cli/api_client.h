@@ -59,6 +59,7 @@ class ApiClient {
   CallResult DeleteQueue(const std::string& name) const;
   // GET /v1/nodes.
   CallResult ListNodes(std::vector<v1::Node>* nodes) const;
+  CallResult ListBackends(std::vector<v1::Backend>* backends) const;
   // POST /v1/nodes/{name}:{action}; action is "cordon", "drain" or "uncordon".
   CallResult NodeAction(const std::string& name, const std::string& action) const;
   // GET /v1/admin/backup: a consistent copy of the store, streamed into `sink`.

@@ -137,10 +137,13 @@ void PrintQueues(const std::vector<v1::Queue>& queues) {
 }
 
 void PrintNodes(const std::vector<v1::Node>& nodes) {
-  Table table({"NODE", "STATUS", "GPUS", "CPU", "MEMORY(MiB)", "GPU USED", "TASKS"});
+  Table table({"NODE", "STATUS", "GPUS", "CPU", "MEMORY(MiB)", "GPU USED", "TASKS", "BACKEND"});
   for (const v1::Node& node : nodes) {
     const v1::NodeStatus& status = node.status();
-    std::string state = status.draining() ? "Draining" : status.cordoned() ? "Cordoned" : "Ready";
+    std::string state = !status.unavailable().empty() ? "Unavailable"
+                        : status.draining()           ? "Draining"
+                        : status.cordoned()           ? "Cordoned"
+                                                      : "Ready";
     int failed = 0;
     for (const v1::GpuState& gpu : status.gpus()) failed += gpu.failed() ? 1 : 0;
     if (failed > 0) state += "," + std::to_string(failed) + "-gpu-failed";
@@ -151,9 +154,33 @@ void PrintNodes(const std::vector<v1::Node>& nodes) {
                   Cores(status.allocated().cpu_milli()) + "/" + Cores(node.spec().cpu_milli()),
                   std::to_string(status.allocated().memory_mib()) + "/" +
                       std::to_string(node.spec().memory_mib()),
-                  Gpus(status.allocated().gpu_milli()), std::to_string(status.running_tasks())});
+                  Gpus(status.allocated().gpu_milli()), std::to_string(status.running_tasks()),
+                  status.backend()});
   }
   table.Print(std::cout);
+  // Why a node takes no work, where the state alone does not say it.
+  for (const v1::Node& node : nodes) {
+    if (!node.status().unavailable().empty()) {
+      std::cout << node.spec().name() << ": " << node.status().unavailable() << '\n';
+    }
+  }
+}
+
+void PrintBackends(const std::vector<v1::Backend>& backends) {
+  Table table({"BACKEND", "STATUS", "NODES", "ROLES", "RESTARTS", "PLUGIN"});
+  for (const v1::Backend& b : backends) {
+    std::string roles;
+    for (const std::string& role : b.roles()) roles += (roles.empty() ? "" : ",") + role;
+    for (const std::string& other : b.partitions()) roles += ",partitions:" + other;
+    table.AddRow({b.name(), b.healthy() ? "Healthy" : "Unhealthy", std::to_string(b.nodes()), roles,
+                  std::to_string(b.restarts()),
+                  b.plugin() + " " + b.version() + " (ABI " + b.abi() + ")" +
+                      (b.isolated() ? ", isolated" : "")});
+  }
+  table.Print(std::cout);
+  for (const v1::Backend& b : backends) {
+    if (!b.healthy()) std::cout << b.name() << ": " << b.unhealthy_reason() << '\n';
+  }
 }
 
 std::string EventLine(const v1::Event& event) {
@@ -436,6 +463,19 @@ ExitCode ListNodes(const ApiClient& api, const Output& output) {
     std::cout << ListToJson("nodes", nodes) << '\n';
   } else {
     PrintNodes(nodes);
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode ListBackends(const ApiClient& api, const Output& output) {
+  std::vector<v1::Backend> backends;
+  if (CallResult result = api.ListBackends(&backends); !result.ok()) return Fail(result);
+  if (output.json) {
+    std::cout << ListToJson("backends", backends) << '\n';
+  } else if (backends.empty()) {
+    std::cout << "no backends: the built-in simulation runs the tasks\n";
+  } else {
+    PrintBackends(backends);
   }
   return ExitCode::kOk;
 }

@@ -45,6 +45,7 @@ ExitCode WriteQueue(const ApiClient& api, const Output& output, const std::strin
 // `queue delete NAME`.
 ExitCode DeleteQueue(const ApiClient& api, const std::string& name);
 ExitCode ListNodes(const ApiClient& api, const Output& output);
+ExitCode ListBackends(const ApiClient& api, const Output& output);
 // action: "cordon", "drain" or "uncordon".
 ExitCode NodeAction(const ApiClient& api, const std::string& node, const std::string& action);
 // Prints events after `after_seq` as they come; `limit` > 0 stops after that many.

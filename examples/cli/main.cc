@@ -136,6 +136,8 @@ int main(int argc, char** argv) {
   queue_delete->add_option("NAME", queue_name, "queue name, e.g. research/vision")->required();
 
   auto* nodes_cmd = app.add_subcommand("nodes", "list nodes with their allocation and state");
+  auto* backends_cmd =
+      app.add_subcommand("backends", "list the backends with their health, roles and nodes");
 
   std::string node;
   std::vector<std::pair<CLI::App*, std::string>> node_cmds;
@@ -227,6 +229,8 @@ int main(int argc, char** argv) {
     code = DeleteQueue(api, queue_name);
   } else if (nodes_cmd->parsed()) {
     code = ListNodes(api, output);
+  } else if (backends_cmd->parsed()) {
+    code = ListBackends(api, output);
   } else if (watch_cmd->parsed()) {
     code = Watch(api, output, after_seq, limit);
   } else if (top_cmd->parsed()) {

@@ -43,8 +43,14 @@ bool IsLeaf(const v1::Queue& queue, const std::vector<v1::Queue>& queues) {
 
 std::vector<Alert> AlertEvaluator::Evaluate(const v1::SchedulerStats& stats,
                                             const std::vector<v1::Queue>& queues,
-                                            const std::vector<v1::Node>& nodes) {
+                                            const std::vector<v1::Node>& nodes,
+                                            const std::vector<v1::Backend>& backends) {
   std::vector<Alert> alerts;
+  for (const v1::Backend& backend : backends) {
+    if (!backend.healthy()) {
+      alerts.push_back({"backend_unhealthy", backend.name(), backend.unhealthy_reason()});
+    }
+  }
   for (const v1::Node& node : nodes) {
     for (const v1::GpuState& gpu : node.status().gpus()) {
       const std::string subject = node.spec().name() + "/gpu" + std::to_string(gpu.index());
@@ -155,10 +161,11 @@ void AlertMonitor::CheckNow() {
   const v1::SchedulerStats stats = scheduler_.GetStats();
   auto queues = scheduler_.ListQueues();
   auto nodes = scheduler_.ListNodes();
-  if (!queues.ok() || !nodes.ok()) return;  // the next check tries again.
+  auto backends = scheduler_.ListBackends();
+  if (!queues.ok() || !nodes.ok() || !backends.ok()) return;  // the next check tries again.
 
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Alert> now = evaluator_.Evaluate(stats, *queues, *nodes);
+  std::vector<Alert> now = evaluator_.Evaluate(stats, *queues, *nodes, *backends);
   auto key = [](const Alert& a) { return a.name + "\t" + a.subject; };
   std::set<std::string> before, after;
   for (const Alert& a : firing_) before.insert(key(a));

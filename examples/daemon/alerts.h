@@ -44,7 +44,8 @@ class AlertEvaluator {
   // buckets (1-2.5-5 steps).
   std::vector<Alert> Evaluate(const tessera::v1::SchedulerStats& stats,
                               const std::vector<tessera::v1::Queue>& queues,
-                              const std::vector<tessera::v1::Node>& nodes);
+                              const std::vector<tessera::v1::Node>& nodes,
+                              const std::vector<tessera::v1::Backend>& backends = {});
 
   // The configured thresholds that are on, as (alert name, value in the metric's unit).
   std::vector<std::pair<std::string, double>> Thresholds() const;

@@ -37,6 +37,18 @@ ApiResponse Api::Handle(const HttpRequest& request) {
     if (path == "/readyz" && stopping_->load()) {
       return ErrorFor(request, tessera::UnavailableError("shutting down"));
     }
+    if (path == "/readyz") {
+      // Not ready while a backend is down: its nodes take no work until it recovers.
+      auto backends = scheduler_->ListBackends();
+      if (!backends.ok()) return ErrorFor(request, backends.status());
+      for (const auto& b : *backends) {
+        if (!b.healthy()) {
+          return ErrorFor(request,
+                          tessera::UnavailableError("backend '" + b.name() +
+                                                    "' is unhealthy: " + b.unhealthy_reason()));
+        }
+      }
+    }
     return MakeResponse(request, 200, "text/plain", "ok\n");
   }
   auto principal = Authenticate(request);

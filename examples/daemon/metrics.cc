@@ -160,6 +160,22 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
     }
   }
 
+  auto backends = scheduler.ListBackends();
+  w.Header("tessera_backend_healthy", "gauge",
+           "1 while the backend answers; 0 once a call failed, hung or returned bad bytes.");
+  if (backends.ok()) {
+    for (const auto& b : *backends) {
+      w.Sample("tessera_backend_healthy", {{"backend", b.name()}}, b.healthy() ? 1 : 0);
+    }
+  }
+  w.Header("tessera_backend_restarts_total", "counter",
+           "Restarts of an isolated backend plugin, failed starts included.");
+  if (backends.ok()) {
+    for (const auto& b : *backends) {
+      w.Sample("tessera_backend_restarts_total", {{"backend", b.name()}}, b.restarts());
+    }
+  }
+
   auto nodes = scheduler.ListNodes();
   struct GpuMetric {
     const char* name;

@@ -15,6 +15,14 @@ HttpResponse Router::ListNodes() {
   return Reply(request_, response);
 }
 
+HttpResponse Router::ListBackends() {
+  auto backends = scheduler_.ListBackends();
+  if (!backends.ok()) return ErrorFor(request_, backends.status());
+  tessera::v1::ListBackendsResponse response;
+  for (auto& backend : *backends) *response.add_backends() = std::move(backend);
+  return Reply(request_, response);
+}
+
 HttpResponse Router::NodeRoute(std::string_view rest) {
   size_t colon = rest.rfind(':');
   if (colon == std::string_view::npos) {

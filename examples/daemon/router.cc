@@ -34,6 +34,10 @@ ApiResponse Router::Route(std::string_view path, const Query& query) {
   if (path.substr(0, 10) == "/v1/nodes/" && path.size() > 10) {
     return NodeRoute(PercentDecode(path.substr(10), false));
   }
+  if (path == "/v1/backends") {
+    if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
+    return ListBackends();
+  }
   if (path == "/v1/admin/backup") {
     if (method != http::verb::get) return MethodNotAllowed(request_, "GET");
     return Backup();

@@ -79,6 +79,7 @@ class Router {
 
   // node_routes.cc
   HttpResponse ListNodes();
+  HttpResponse ListBackends();
   HttpResponse NodeRoute(std::string_view rest);  // /v1/nodes/{name}:{action}
 
   // admin_routes.cc

@@ -152,5 +152,22 @@ TEST_CASE("alerts: latency alerts look only at the samples since the previous ch
   CHECK(evaluator.Evaluate(stats, {}, {}).empty());
 }
 
+TEST_CASE("alerts: an unhealthy backend fires backend_unhealthy with its reason") {
+  AlertEvaluator evaluator(v1::AlertsConfig{});
+  v1::Backend down;
+  down.set_name("here");
+  down.set_healthy(false);
+  down.set_unhealthy_reason("on_launch failed: UNAVAILABLE");
+  v1::Backend up;
+  up.set_name("cluster");
+  up.set_healthy(true);
+  auto alerts = evaluator.Evaluate(v1::SchedulerStats{}, {}, {}, {up, down});
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0].name == "backend_unhealthy");
+  CHECK(alerts[0].subject == "here");
+  CHECK(alerts[0].detail == "on_launch failed: UNAVAILABLE");
+  CHECK(evaluator.Evaluate(v1::SchedulerStats{}, {}, {}, {up}).empty());
+}
+
 }  // namespace
 }  // namespace tesserad

@@ -18,7 +18,8 @@ constexpr const char* kTenantB = "team-b-secret";
 // A tesserad with a configuration in `dir`: port 0, its store in dir/var, three bearer tokens.
 class Daemon {
  public:
-  explicit Daemon(const std::filesystem::path& dir) : dir_(dir) {
+  // `extra` is appended to the configuration (top-level keys).
+  explicit Daemon(const std::filesystem::path& dir, const std::string& extra = "") : dir_(dir) {
     std::filesystem::create_directories(dir_);
     std::ofstream config(dir_ / "tesserad.yaml");
     config << "store:\n  path: " << (dir_ / "var" / "tessera.db").string() << "\n"
@@ -26,10 +27,12 @@ class Daemon {
            << "auth:\n  tokens:\n"
            << "    - {name: admin, admin: true, sha256: " << Sha256(kAdmin) << "}\n"
            << "    - {name: a, queue_prefix: team-a, sha256: " << Sha256(kTenantA) << "}\n"
-           << "    - {name: b, queue_prefix: team-b, sha256: " << Sha256(kTenantB) << "}\n";
+           << "    - {name: b, queue_prefix: team-b, sha256: " << Sha256(kTenantB) << "}\n"
+           << extra;
   }
 
   void Start() { process_.emplace((dir_ / "tesserad.yaml").string()); }
+  std::string url() const { return process_->url(); }
 
   // Sends `signal` and returns the exit status (or -1 if it did not exit normally).
   int Stop(int signal = SIGTERM) {
@@ -270,6 +273,56 @@ TEST_CASE("tesserad serves the REST API and keeps acknowledged jobs across a res
     CHECK(got.status == 200);
     CHECK(daemon.Stop(SIGINT) == 0);
   }
+}
+
+TEST_CASE("tesserad shows a failed backend in /readyz, /v1/backends, nodes, metrics and tessctl") {
+  const ScratchDir dir("backends");
+  const std::string plugin =
+      std::string(TESSERA_TEST_PLUGIN_DIR) + "/libtessera_plugin_test_backend.so";
+  // Two test backends: "steady" runs jobs; "flaky" fails every launch.
+  Daemon daemon(dir.path(),
+                "backends:\n"
+                "  - {name: steady, plugin: " +
+                    plugin +
+                    ", config: \"prefix=steady\"}\n"
+                    "  - {name: flaky, plugin: " +
+                    plugin + ", config: \"prefix=flaky\\nlaunch_error=1\"}\n");
+  daemon.Start();
+  using http::verb;
+  CHECK(daemon.Call(verb::get, "/readyz", "", nullptr).status == 200);
+  Reply listed = daemon.Call(verb::get, "/v1/backends", "", kTenantA);
+  CHECK(listed.status == 200);
+  CHECK(listed.body.find("\"name\":\"flaky\"") != std::string::npos);
+
+  // Two whole-node jobs: one lands on each backend's node, and flaky fails its launch.
+  const std::string eight = R"({"queue":"default","task":{"cpuMilli":1000,"memoryMib":1024,)"
+                            R"("gpuCount":8},"simulation":{"durationMs":600000}})";
+  REQUIRE(daemon.Call(verb::post, "/v1/jobs", eight).status == 200);
+  REQUIRE(daemon.Call(verb::post, "/v1/jobs", eight).status == 200);
+  Reply ready = daemon.Call(verb::get, "/readyz", "", nullptr);
+  for (int i = 0; i < 200 && ready.status == 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ready = daemon.Call(verb::get, "/readyz", "", nullptr);
+  }
+  CHECK(ready.status == 503);
+  CHECK(ready.body.find("backend 'flaky' is unhealthy") != std::string::npos);
+  CHECK(ready.body.find("launch_error: set") != std::string::npos);
+
+  listed = daemon.Call(verb::get, "/v1/backends", "", kTenantA);
+  CHECK(listed.body.find("\"unhealthyReason\"") != std::string::npos);
+  Reply nodes = daemon.Call(verb::get, "/v1/nodes", "", kAdmin);
+  CHECK(nodes.body.find("\"backend\":\"flaky\"") != std::string::npos);
+  CHECK(nodes.body.find("\"unavailable\":\"backend 'flaky' is unhealthy") != std::string::npos);
+  Reply metrics = daemon.Call(verb::get, "/metrics");
+  CHECK(metrics.body.find("tessera_backend_healthy{backend=\"flaky\"} 0") != std::string::npos);
+  CHECK(metrics.body.find("tessera_backend_healthy{backend=\"steady\"} 1") != std::string::npos);
+
+  const RunResult table = Tessctl({"--server", daemon.url(), "--token", kAdmin, "backends"});
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find("Unhealthy") != std::string::npos);
+  CHECK(table.out.find("flaky: ") != std::string::npos);
+  const RunResult node_table = Tessctl({"--server", daemon.url(), "--token", kAdmin, "nodes"});
+  CHECK(node_table.out.find("Unavailable") != std::string::npos);
 }
 
 }  // namespace

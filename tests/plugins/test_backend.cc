@@ -1,15 +1,16 @@
 // A small executor plugin for the plugin host's tests, built with the SDK like any plugin.
 // Its config ("key=value" lines) makes it misbehave on purpose:
 //   nodes=N              nodes to offer (default 1), each 8 GPUs "A100-80GB"
+//   prefix=NAME          the nodes are named NAME-0, NAME-1, ... (default "test")
 //   launch_delay_ms=MS   on_launch sleeps this long (a slow or hung plugin)
 //   launch_error=1       on_launch fails with UNAVAILABLE
 //   reject=1             on_init refuses the config
 //   xid_gpu=G            the first on_telemetry reports XID 79 (fallen off the bus) on GPU G of
-//                        node test-0
+//                        node <prefix>-0
 //   crash_on_job=J       on_launch of job J's first attempt calls abort() (a crashing plugin;
 //                        run it isolated). Later attempts, and other jobs, run normally.
 //   leftover_job=J       task 0 of job J's attempt leftover_attempt (default 1) is running on
-//                        test-0 at start, as tasks that outlived a host restart are, and
+//                        <prefix>-0 at start, as tasks that outlived a host restart are, and
 //                        on_reconcile lists it until it is stopped
 //   stop_delay_ms=MS     a stopped task exits MS later on the host's clock, not at once
 // Tasks start at once; a task with simulation.duration_ms ends that long later on the host's
@@ -39,6 +40,10 @@ class TestBackend : public tessera::plugin::Plugin {
       const size_t eq = line.find('=');
       if (eq == std::string::npos) continue;
       const std::string key = line.substr(0, eq);
+      if (key == "prefix") {
+        prefix_ = line.substr(eq + 1);
+        continue;
+      }
       const long value = std::stol(line.substr(eq + 1));
       if (key == "nodes")
         nodes_ = static_cast<int>(value);
@@ -73,7 +78,7 @@ class TestBackend : public tessera::plugin::Plugin {
   PluginStatus Inventory(v1::Inventory* out) override {
     for (int n = 0; n < nodes_; ++n) {
       v1::NodeSpec* node = out->add_nodes();
-      node->set_name("test-" + std::to_string(n));
+      node->set_name(prefix_ + "-" + std::to_string(n));
       node->set_cpu_milli(64000);
       node->set_memory_mib(512 * 1024);
       for (int g = 0; g < 8; ++g) {
@@ -147,7 +152,7 @@ class TestBackend : public tessera::plugin::Plugin {
     if (xid_gpu_ < 0 || xid_reported_) return PluginStatus::Ok();
     xid_reported_ = true;
     v1::GpuTelemetry* reading = out->add_readings();
-    reading->set_node("test-0");
+    reading->set_node(prefix_ + "-0");
     reading->set_gpu(xid_gpu_);
     reading->set_temperature_c(70);
     reading->add_xid_errors(79);
@@ -177,6 +182,7 @@ class TestBackend : public tessera::plugin::Plugin {
   }
 
   int nodes_ = 1;
+  std::string prefix_ = "test";
   long launch_delay_ms_ = 0;
   bool launch_error_ = false;
   int xid_gpu_ = -1;

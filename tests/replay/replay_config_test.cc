@@ -66,6 +66,26 @@ TEST_CASE("--set errors name the key and say what is wrong") {
   CHECK(error("no_equals_sign").find("expected key=value") != std::string::npos);
 }
 
+TEST_CASE("a config that runs plugin backends is refused unless --cluster replaces them") {
+  testing::TempDir dir;
+  for (const char* backends :
+       {"executor_plugin: {plugin: local}\n", "backends:\n  - {plugin: local, name: here}\n"}) {
+    INFO(backends);
+    ReplayConfigRequest request;
+    request.config_path = Write(dir, "tesserad.yaml", backends);
+    StatusOr<ReplayConfig> refused = LoadReplayConfig(request);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("'local'") != std::string::npos);
+    CHECK(refused.status().message().find("give its cluster with --cluster") != std::string::npos);
+    request.cluster_path =
+        Write(dir, "cluster.yaml", "groups:\n  - {name_prefix: n, count: 1, cpu_milli: 8000}\n");
+    StatusOr<ReplayConfig> replaced = LoadReplayConfig(request);
+    REQUIRE_MESSAGE(replaced.ok(), replaced.status().ToString());
+    CHECK(replaced->options.backends.empty());
+    CHECK_FALSE(replaced->options.executor_plugin.has_value());
+  }
+}
+
 TEST_CASE("the config file means what it means to tesserad; the store is in memory") {
   testing::TempDir dir;
   const std::string path =

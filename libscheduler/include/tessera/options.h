@@ -294,8 +294,12 @@ struct Options {
   // A YAML file describing the simulated cluster; see docs/simulated-cluster.md.
   std::string simulated_cluster_file;
 
-  // The backend that runs tasks, as a plugin (tessera/plugin_host.h). Unset: the built-in
-  // simulation runs simulated_cluster.
+  // The backends that run tasks, each a plugin serving its own nodes (tessera/plugin_host.h,
+  // BackendOptions). Empty, with executor_plugin unset: the built-in simulation runs
+  // simulated_cluster.
+  std::vector<BackendOptions> backends;
+  // One backend, the same as `backends` with one entry named after its plugin. Set at most one
+  // of the two.
   std::optional<PluginOptions> executor_plugin;
   // Where plugins named without a path are looked for, in order.
   std::vector<std::string> plugin_dirs;

@@ -1,11 +1,11 @@
 // Plugins: resource backends loaded at run time from shared objects that speak the C ABI of
 // sdk/include/tessera/plugin/abi.h (docs/plugins.md).
 //
-// The scheduler runs its tasks through one executor plugin when Options::executor_plugin names
-// one (otherwise through the built-in simulation). A plugin is found by path, or by name in
-// Options::plugin_dirs ("sim" is libtessera_plugin_sim.so). Loading checks the ABI version
-// before anything else: a plugin built for another major version is refused with the versions
-// in the message; a newer minor version is accepted.
+// The scheduler runs its tasks through the executor plugins Options::backends lists, each on
+// the nodes it reports (otherwise through the built-in simulation). A plugin is found by path, or
+// by name in Options::plugin_dirs ("sim" is libtessera_plugin_sim.so). Loading checks the ABI
+// version before anything else: a plugin built for another major version is refused with the
+// versions in the message; a newer minor version is accepted.
 //
 // Every call into a plugin runs on a worker thread of that plugin with a deadline. A plugin
 // whose call fails, returns bytes that do not parse, or does not answer within its deadline is
@@ -50,6 +50,21 @@ struct PluginOptions {
   // Restarts of an isolated plugin allowed within any minute (default 3); a plugin that fails
   // more often stays unhealthy until the scheduler is reopened. 0: never restart.
   int max_restarts_per_minute = 3;
+};
+
+// One backend of a scheduler's set (Options::backends): a plugin that runs tasks on the nodes
+// it reports. Every node belongs to the one backend that reported it; a backend that fails
+// cordons only its own nodes and requeues only the jobs that had tasks there.
+struct BackendOptions {
+  // Unique among the backends; it names the backend in node status, events, logs and errors.
+  // Empty: the plugin's own name (two backends of one plugin must then be named).
+  std::string name;
+  PluginOptions plugin;
+  // Backends (by name) whose nodes' GPUs this one re-partitions (on_apply_mig_layout) in place
+  // of their own executor: a MIG partitioner beside a backend that only runs processes, say.
+  // Its plugin must declare TESSERA_PLUGIN_KIND_PARTITIONER. Empty: it partitions nothing but
+  // its own nodes. A backend is named here by at most one other.
+  std::vector<std::string> partitions;
 };
 
 // What a plugin says about itself.

@@ -150,6 +150,10 @@ class TESSERA_EXPORT Scheduler {
   // Cordons a node and lets its running tasks finish. Errors: NOT_FOUND.
   virtual Status DrainNode(const std::string& name) = 0;
 
+  // The backends of Options::backends (or executor_plugin), in their order: health and why not,
+  // restarts, roles and how many nodes each owns. Empty for the built-in simulation.
+  virtual StatusOr<std::vector<v1::Backend>> ListBackends() = 0;
+
   // Takes a GPU reading (utilisation, memory, temperature, power, ECC and XID errors). A fatal
   // error marks the GPU failed (no new work; its tasks are requeued, see
   // Options::gpu_health); running too hot keeps new work off it until it cools. A failed GPU

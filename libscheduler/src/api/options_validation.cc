@@ -1,6 +1,7 @@
 #include "api/options_validation.h"
 
 #include <cmath>
+#include <set>
 #include <string>
 
 namespace tessera {
@@ -87,19 +88,42 @@ Status ValidateGpuHealth(const GpuHealthOptions& g) {
   return Status::Ok();
 }
 
+Status ValidatePlugin(const PluginOptions& p, const std::string& field) {
+  if (p.plugin.empty()) return Invalid(field + "plugin", "must not be empty");
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.call_deadline.count(), 1, field + "call_deadline", " ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval.count(), 1, field + "poll_interval", " ms"));
+  return AtLeast(p.max_restarts_per_minute, 0, field + "max_restarts_per_minute");
+}
+
 Status ValidateExecutor(const Options& o) {
   if (o.simulated_cluster && !o.simulated_cluster_file.empty()) {
     return Invalid("simulated_cluster_file", "set together with simulated_cluster; keep one");
   }
   if (o.executor_plugin) {
-    const PluginOptions& p = *o.executor_plugin;
-    if (p.plugin.empty()) return Invalid("executor_plugin.plugin", "must not be empty");
-    TESSERA_RETURN_IF_ERROR(
-        AtLeast(p.call_deadline.count(), 1, "executor_plugin.call_deadline", " ms"));
-    TESSERA_RETURN_IF_ERROR(
-        AtLeast(p.poll_interval.count(), 1, "executor_plugin.poll_interval", " ms"));
-    TESSERA_RETURN_IF_ERROR(
-        AtLeast(p.max_restarts_per_minute, 0, "executor_plugin.max_restarts_per_minute"));
+    if (!o.backends.empty()) {
+      return Invalid("executor_plugin", "set together with backends; list it there instead");
+    }
+    TESSERA_RETURN_IF_ERROR(ValidatePlugin(*o.executor_plugin, "executor_plugin."));
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < o.backends.size(); ++i) {
+    const BackendOptions& b = o.backends[i];
+    const std::string field = "backends[" + std::to_string(i) + "].";
+    TESSERA_RETURN_IF_ERROR(ValidatePlugin(b.plugin, field + "plugin."));
+    if (!b.name.empty() && !names.insert(b.name).second) {
+      return Invalid(field + "name", "'" + b.name + "' names another backend too");
+    }
+  }
+  // A backend named in `partitions` may be unnamed here (it takes its plugin's name once
+  // loaded): the names are checked again then.
+  for (size_t i = 0; i < o.backends.size(); ++i) {
+    const BackendOptions& b = o.backends[i];
+    for (size_t j = 0; j < b.partitions.size(); ++j) {
+      if (b.partitions[j].empty()) {
+        return Invalid("backends[" + std::to_string(i) + "].partitions[" + std::to_string(j) + "]",
+                       "must not be empty");
+      }
+    }
   }
   for (size_t i = 0; i < o.plugin_dirs.size(); ++i) {
     if (o.plugin_dirs[i].empty()) {

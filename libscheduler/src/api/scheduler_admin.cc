@@ -118,7 +118,42 @@ StatusOr<std::vector<v1::Queue>> SchedulerImpl::ListQueues() {
 StatusOr<std::vector<v1::Node>> SchedulerImpl::ListNodes() {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   return Call<StatusOr<std::vector<v1::Node>>>(
-      [&]() -> StatusOr<std::vector<v1::Node>> { return engine_->Nodes(); }, ShuttingDown());
+      [&]() -> StatusOr<std::vector<v1::Node>> {
+        std::vector<v1::Node> nodes = engine_->Nodes();
+        for (v1::Node& node : nodes) {
+          v1::NodeStatus* status = node.mutable_status();
+          if (!backend_set_) {
+            status->set_backend("simulation");
+            continue;
+          }
+          const BackendSet::Member owner = backend_set_->OwnerOf(node.spec().name());
+          if (owner < 0) continue;
+          const v1::Backend backend = backends_[owner]->Status();
+          status->set_backend(backend.name());
+          if (!backend.healthy()) {
+            status->set_unavailable("backend '" + backend.name() +
+                                    "' is unhealthy: " + backend.unhealthy_reason());
+          }
+        }
+        return nodes;
+      },
+      ShuttingDown());
+}
+
+StatusOr<std::vector<v1::Backend>> SchedulerImpl::ListBackends() {
+  TESSERA_RETURN_IF_ERROR(CheckOpen());
+  return Call<StatusOr<std::vector<v1::Backend>>>(
+      [&]() -> StatusOr<std::vector<v1::Backend>> {
+        std::vector<v1::Backend> list;
+        for (size_t i = 0; i < backends_.size(); ++i) {
+          v1::Backend backend = backends_[i]->Status();
+          backend.set_nodes(static_cast<int32_t>(
+              backend_set_->NodesOf(static_cast<BackendSet::Member>(i)).size()));
+          list.push_back(std::move(backend));
+        }
+        return list;
+      },
+      ShuttingDown());
 }
 
 Status SchedulerImpl::CordonNode(const std::string& name, bool cordoned) {

@@ -49,20 +49,9 @@ v1::SimulatedCluster DefaultSimulatedCluster() {
 StatusOr<std::unique_ptr<Scheduler>> SchedulerImpl::Create(const Options& options) {
   TESSERA_RETURN_IF_ERROR(ValidateOptions(options));
 
-  std::shared_ptr<PluginLibrary> plugin;
-  if (options.executor_plugin) {
-    const PluginOptions& p = *options.executor_plugin;
-    StatusOr<std::shared_ptr<PluginLibrary>> loaded =
-        p.isolate ? PluginLibrary::LoadIsolated(p.plugin, options.plugin_dirs, p.host_executable,
-                                                p.call_deadline)
-                  : PluginLibrary::Load(p.plugin, options.plugin_dirs);
-    if (!loaded.ok()) return loaded.status().WithContext("executor_plugin");
-    plugin = *loaded;
-  }
-
   v1::SimulatedCluster cluster;
-  if (plugin) {
-    // The plugin reports the nodes; no simulated cluster is run.
+  if (!options.backends.empty() || options.executor_plugin) {
+    // The backends report the nodes; no simulated cluster is run.
   } else if (options.simulated_cluster) {
     cluster = *options.simulated_cluster;
   } else if (!options.simulated_cluster_file.empty()) {
@@ -76,7 +65,7 @@ StatusOr<std::unique_ptr<Scheduler>> SchedulerImpl::Create(const Options& option
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Store::Open(options.store));
   std::shared_ptr<Clock> clock = options.clock ? options.clock : RealClock();
   std::unique_ptr<SchedulerImpl> impl(new SchedulerImpl(options, clock, std::move(store)));
-  TESSERA_RETURN_IF_ERROR(impl->Recover(*nodes, std::move(plugin)));
+  TESSERA_RETURN_IF_ERROR(impl->Recover(*nodes));
   return std::unique_ptr<Scheduler>(std::move(impl));
 }
 
@@ -93,88 +82,103 @@ SchedulerImpl::SchedulerImpl(const Options& options, std::shared_ptr<Clock> cloc
   feasibility_ = engine_->feasibility();
 }
 
-PluginExecutor::Wiring SchedulerImpl::PluginWiring(std::shared_ptr<PluginLibrary> library) {
-  PluginExecutor::Wiring wiring;
-  wiring.post = [this](std::function<void()> fn) { Post(std::move(fn)); };
-  wiring.events = engine_.get();
-  wiring.timers = &engine_->timers();
-  wiring.clock = clock_;
-  wiring.log = options_.log;
-  wiring.telemetry = [this](const v1::GpuTelemetry& reading) {
+namespace {
+
+// The backends as Options lists them: executor_plugin is a set of one.
+std::vector<BackendOptions> BackendList(const Options& options) {
+  if (!options.executor_plugin) return options.backends;
+  BackendOptions only;
+  only.plugin = *options.executor_plugin;
+  return {only};
+}
+
+// The field that configures backend `i`, for errors.
+std::string BackendField(const Options& options, size_t i) {
+  return options.executor_plugin ? "executor_plugin" : "backends[" + std::to_string(i) + "]";
+}
+
+}  // namespace
+
+PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
+  PluginBackend::Host host;
+  host.post = [this](std::function<void()> fn) { Post(std::move(fn)); };
+  host.closing = [this] { return closing_.load(); };
+  host.events = backend_set_.get();
+  host.timers = &engine_->timers();
+  host.clock = clock_;
+  host.log = options_.log;
+  host.telemetry = [this](const v1::GpuTelemetry& reading) {
     // A reading for a node or GPU the engine does not know is the plugin's mistake, not ours.
     Status status = engine_->OnTelemetry(reading);
     if (!status.ok())
       LogWarning(options_.log, "telemetry from plugin dropped: {}", status.message());
   };
-  wiring.on_inventory = [this, name = library->info().name](const InventoryDiff& diff) {
-    TakeInventoryChange(diff, name);
+  host.on_inventory = [this, member](const InventoryDiff& diff) {
+    TakeInventoryChange(backend_set_->TakeChange(member, diff), backend_set_->name(member));
   };
-  wiring.on_unhealthy = [this, library](const std::string& why) {
-    engine_->LoseExecutor(why);
-    if (library->isolated()) {
-      library->Abandon();  // its process is killed, so a stuck call returns.
-      if (restarter_) restarter_->Schedule(why);
+  host.on_lost = [this, member](const std::string& why) {
+    engine_->LoseNodes(backend_set_->NodesOf(member),
+                       "backend '" + backend_set_->name(member) + "' failed: " + why);
+  };
+  host.on_restarted = [this, member](PluginExecutor* fresh, const InventoryDiff& diff,
+                                     const std::vector<TaskRef>& live) {
+    const std::set<TaskRef> forgotten = backend_set_->ForgetTasks(member);
+    backend_set_->Replace(member, fresh);
+    backend_set_->TakeLiveTasks(member, live);
+    TakeInventoryChange(backend_set_->TakeChange(member, diff), backend_set_->name(member));
+    engine_->RegainNodes(backend_set_->NodesOf(member), forgotten, live);
+  };
+  return host;
+}
+
+Status SchedulerImpl::OpenBackends() {
+  const std::vector<BackendOptions> list = BackendList(options_);
+  backend_set_ = std::make_unique<BackendSet>(*engine_, options_.log);
+  std::map<std::string, BackendSet::Member> by_name;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const BackendSet::Member member = static_cast<BackendSet::Member>(i);
+    StatusOr<std::unique_ptr<PluginBackend>> opened =
+        PluginBackend::Open(list[i], options_.plugin_dirs, BackendHost(member));
+    if (!opened.ok()) return opened.status().WithContext(BackendField(options_, i));
+    PluginBackend& backend = **opened;
+    if (!by_name.emplace(backend.name(), member).second) {
+      return InvalidFieldError(BackendField(options_, i) + ".name",
+                               "backend '" + backend.name() +
+                                   "' is named twice (two backends of one plugin need names)");
     }
-  };
-  return wiring;
-}
-
-Status SchedulerImpl::StartPluginExecutor(std::shared_ptr<PluginLibrary> library) {
-  const PluginOptions& options = *options_.executor_plugin;
-  if (library->isolated() && options.max_restarts_per_minute > 0) {
-    restarter_ = std::make_unique<PluginRestarter>(
-        library->info().name, options.max_restarts_per_minute, [this] { return RestartPlugin(); },
-        [this](PluginRestarter::Restarted restarted) {
-          if (closing_) return;  // dropped here, off the strand.
-          InstallRestartedPlugin(std::move(restarted));
-        },
-        options_.log);
+    backend_set_->Add(backend.name(), backend.executor());
+    backends_.push_back(std::move(*opened));
   }
-  PluginExecutor::Wiring wiring = PluginWiring(library);
-  StatusOr<std::unique_ptr<PluginExecutor>> started =
-      PluginExecutor::Start(std::move(library), options, std::move(wiring));
-  if (!started.ok()) return started.status().WithContext("executor_plugin");
-  PluginExecutor& plugin = **started;
-  executor_ = std::move(*started);
-  StatusOr<std::vector<v1::NodeSpec>> inventory = plugin.LoadInventory();
-  if (!inventory.ok()) return inventory.status().WithContext("executor_plugin");
-  StatusOr<std::vector<TaskRef>> live = plugin.LoadLiveTasks();
-  if (!live.ok()) return live.status().WithContext("executor_plugin");
-  plugin.Poll();
+  // Partitioners, once every name is known.
+  std::set<BackendSet::Member> partitioned;
+  for (size_t i = 0; i < list.size(); ++i) {
+    for (size_t j = 0; j < list[i].partitions.size(); ++j) {
+      const std::string field =
+          BackendField(options_, i) + ".partitions[" + std::to_string(j) + "]";
+      const std::string& other = list[i].partitions[j];
+      auto found = by_name.find(other);
+      if (found == by_name.end()) {
+        return InvalidFieldError(field, "no backend is named '" + other + "'");
+      }
+      if (!backends_[i]->info().partitioner) {
+        return InvalidFieldError(field, "plugin '" + backends_[i]->info().name +
+                                            "' is not a partitioner (its kinds lack "
+                                            "TESSERA_PLUGIN_KIND_PARTITIONER)");
+      }
+      if (!partitioned.insert(found->second).second) {
+        return InvalidFieldError(field, "backend '" + other + "' has another partitioner");
+      }
+      backend_set_->SetPartitioner(found->second, static_cast<BackendSet::Member>(i));
+    }
+  }
+  for (size_t i = 0; i < backends_.size(); ++i) {
+    const BackendSet::Member member = static_cast<BackendSet::Member>(i);
+    backend_set_->TakeInventory(member, backends_[i]->first_inventory());
+    backend_set_->TakeLiveTasks(member, backends_[i]->first_live_tasks());
+    backends_[i]->executor()->Poll();
+  }
+  executor_ = backend_set_.get();
   return Status::Ok();
-}
-
-StatusOr<PluginRestarter::Restarted> SchedulerImpl::RestartPlugin() {
-  const PluginOptions& options = *options_.executor_plugin;
-  TESSERA_ASSIGN_OR_RETURN(
-      std::shared_ptr<PluginLibrary> library,
-      PluginLibrary::LoadIsolated(options.plugin, options_.plugin_dirs, options.host_executable,
-                                  options.call_deadline));
-  PluginExecutor::Wiring wiring = PluginWiring(library);
-  PluginRestarter::Restarted restarted;
-  TESSERA_ASSIGN_OR_RETURN(restarted.executor,
-                           PluginExecutor::Start(std::move(library), options, std::move(wiring)));
-  TESSERA_ASSIGN_OR_RETURN(restarted.inventory, restarted.executor->LoadInventory());
-  TESSERA_ASSIGN_OR_RETURN(restarted.live, restarted.executor->LoadLiveTasks());
-  return restarted;
-}
-
-void SchedulerImpl::InstallRestartedPlugin(PluginRestarter::Restarted restarted) {
-  auto fresh = std::make_shared<PluginRestarter::Restarted>(std::move(restarted));
-  Post([this, fresh] {
-    // Failed already (its on_unhealthy, queued before this, asked for another restart): drop it.
-    if (!fresh->executor->healthy()) return;
-    // The old executor is unhealthy and its process killed: destroying it does not wait.
-    PluginExecutor* plugin = fresh->executor.get();
-    std::unique_ptr<Executor> old = std::move(executor_);
-    executor_ = std::move(fresh->executor);
-    engine_->SetExecutor(executor_.get());
-    // What the restarted plugin offers may differ from what it offered before.
-    TakeInventoryChange(DiffInventory(old->Inventory(), fresh->inventory), plugin->info().name);
-    engine_->RegainExecutor(fresh->live);
-    old.reset();
-    plugin->Poll();
-  });
 }
 
 void SchedulerImpl::TakeInventoryChange(const InventoryDiff& diff, const std::string& backend) {
@@ -198,14 +202,14 @@ void SchedulerImpl::TakeInventoryChange(const InventoryDiff& diff, const std::st
   }
 }
 
-Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
-                              std::shared_ptr<PluginLibrary> plugin) {
-  if (plugin) {
-    TESSERA_RETURN_IF_ERROR(StartPluginExecutor(std::move(plugin)));
+Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
+  if (!options_.backends.empty() || options_.executor_plugin) {
+    TESSERA_RETURN_IF_ERROR(OpenBackends());
   } else {
-    executor_ = std::make_unique<SimulatedExecutor>(nodes, engine_->timers(), *clock_, *engine_);
+    simulation_ = std::make_unique<SimulatedExecutor>(nodes, engine_->timers(), *clock_, *engine_);
+    executor_ = simulation_.get();
   }
-  engine_->SetExecutor(executor_.get());
+  engine_->SetExecutor(executor_);
 
   // The decision thread is not running yet, so the engine is used directly here.
   TESSERA_RETURN_IF_ERROR(engine_->AddNodes(executor_->Inventory()));
@@ -276,7 +280,10 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes,
 SchedulerImpl::~SchedulerImpl() {
   Close();
   engine_.reset();
-  executor_.reset();
+  executor_ = nullptr;
+  backends_.clear();
+  backend_set_.reset();
+  simulation_.reset();
   event_watches_.reset();
   store_.reset();
 }
@@ -287,9 +294,9 @@ void SchedulerImpl::Close() {
   // end of their wait.
   if (store_) store_->StopEventWaits();
   if (event_watches_) event_watches_->FinishAll();
-  // A restart under way finishes (and is dropped); none starts after. The pointer stays: the
-  // strand may still read it.
-  if (restarter_) restarter_->Stop();
+  // A restart under way finishes (and is dropped); none starts after. The backends stay: the
+  // strand may still read them.
+  for (const std::unique_ptr<PluginBackend>& backend : backends_) backend->StopRestarts();
   // A batch under way commits; none starts after.
   if (retention_) retention_->Stop();
   if (clock_listener_) clock_->RemoveAdvanceListener(clock_listener_);
@@ -409,10 +416,13 @@ void SchedulerImpl::WaitIdle() {
         [this, &backend_busy] {
           const std::optional<TimestampUs> next = engine_->timers().NextDeadline();
           // Calls still running in a backend plugin will report back to the strand, and so will
-          // a plugin restart under way. (The executor is read here: a restart swaps it on the
-          // strand.) Read before the queued tasks: a call that ends in between has posted its
-          // report by then.
-          backend_busy = executor_->Busy() || (restarter_ && restarter_->Busy());
+          // a plugin restart under way. (The backends are read here: a restart swaps their
+          // executors on the strand.) Read before the queued tasks: a call that ends in between
+          // has posted its report by then.
+          backend_busy = executor_->Busy();
+          for (const std::unique_ptr<PluginBackend>& backend : backends_) {
+            backend_busy = backend_busy || backend->Busy();
+          }
           const int64_t other_tasks = posted_.load() - 1;  // all but this one.
           return other_tasks > 0 || engine_->HasDecisionWork() || decisions_posted_ ||
                  (next && *next <= clock_->NowUs());

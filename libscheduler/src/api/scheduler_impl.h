@@ -22,11 +22,10 @@
 #include "api/event_watches.h"
 #include "api/retention_sweeper.h"
 #include "api/waiting_reasons.h"
+#include "backends/backend_set.h"
+#include "backends/plugin_backend.h"
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
-#include "plugins/plugin_executor.h"
-#include "plugins/plugin_library.h"
-#include "plugins/plugin_restarter.h"
 #include "store/store.h"
 #include "tessera/scheduler.h"
 
@@ -83,6 +82,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   StatusOr<std::vector<v1::Queue>> ListQueues() override;
 
   StatusOr<std::vector<v1::Node>> ListNodes() override;
+  StatusOr<std::vector<v1::Backend>> ListBackends() override;
   Status CordonNode(const std::string& name, bool cordoned) override;
   Status DrainNode(const std::string& name) override;
   Status ReportTelemetry(const v1::GpuTelemetry& reading) override;
@@ -99,17 +99,13 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   SchedulerImpl(const Options& options, std::shared_ptr<Clock> clock,
                 std::unique_ptr<store::Store> store);
 
-  // Start-up: inventory (from `plugin` when set, else the simulated `nodes`), queues, live
-  // jobs; then the decision thread.
-  Status Recover(const std::vector<v1::NodeSpec>& nodes, std::shared_ptr<PluginLibrary> plugin);
-  Status StartPluginExecutor(std::shared_ptr<PluginLibrary> library);
-  // How an executor of `library` reaches the engine; an isolated one is restarted when it turns
-  // unhealthy.
-  PluginExecutor::Wiring PluginWiring(std::shared_ptr<PluginLibrary> library);
-  // The restarter's two halves: a fresh isolated executor, opened (restarter thread); and its
-  // hand-over to the engine on the strand.
-  StatusOr<PluginRestarter::Restarted> RestartPlugin();
-  void InstallRestartedPlugin(PluginRestarter::Restarted restarted);
+  // Start-up: inventory (from the backends when Options names any, else the simulated
+  // `nodes`), queues, live jobs; then the decision thread.
+  Status Recover(const std::vector<v1::NodeSpec>& nodes);
+  // Opens every backend Options lists and puts them in one set, the engine's executor.
+  Status OpenBackends();
+  // How backend `member` reaches the scheduler: its reports, its loss and its restart.
+  PluginBackend::Host BackendHost(BackendSet::Member member);
   // Strand: a backend's nodes changed; the engine takes the change, and nodes that join get the
   // flags an operator stored for them.
   void TakeInventoryChange(const InventoryDiff& diff, const std::string& backend);
@@ -166,8 +162,11 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   int clock_listener_ = 0;
 
   std::unique_ptr<Engine> engine_;
-  std::unique_ptr<Executor> executor_;
-  std::unique_ptr<PluginRestarter> restarter_;   // isolated executor plugins only.
+  // What runs tasks: the built-in simulation, or a set of plugin backends.
+  std::unique_ptr<SimulatedExecutor> simulation_;
+  std::vector<std::unique_ptr<PluginBackend>> backends_;  // the set's members, in its order.
+  std::unique_ptr<BackendSet> backend_set_;
+  Executor* executor_ = nullptr;                 // simulation_ or backend_set_.
   std::unique_ptr<RetentionSweeper> retention_;  // when Options::retention sets a bound.
 
   // Engine writes gathered on the strand, sent to the store as one write after the strand task

@@ -90,21 +90,49 @@ Status ValidateGpuHealth(const v1::GpuHealthConfig& g) {
   return Status::Ok();
 }
 
+Status ValidateBackend(const v1::BackendConfig& p, const std::string& field) {
+  if (p.plugin().empty()) return Invalid(field + "plugin", "must not be empty");
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.call_deadline_ms(), 1, field + "call_deadline_ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval_ms(), 1, field + "poll_interval_ms"));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(p.max_restarts_per_minute(), 0, field + "max_restarts_per_minute"));
+  for (int j = 0; j < p.partitions_size(); ++j) {
+    if (p.partitions(j).empty()) {
+      return Invalid(field + "partitions[" + Num(j) + "]", "must not be empty");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateExecutor(const v1::DaemonConfig& c) {
   if (c.has_simulated_cluster() && !c.simulated_cluster_file().empty()) {
     return Invalid("simulated_cluster_file", "set together with simulated_cluster; keep one");
   }
   if (c.has_executor_plugin()) {
-    const v1::ExecutorPluginConfig& p = c.executor_plugin();
-    if (p.plugin().empty()) return Invalid("executor_plugin.plugin", "must not be empty");
-    TESSERA_RETURN_IF_ERROR(AtLeast(p.call_deadline_ms(), 1, "executor_plugin.call_deadline_ms"));
-    TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval_ms(), 1, "executor_plugin.poll_interval_ms"));
-    TESSERA_RETURN_IF_ERROR(
-        AtLeast(p.max_restarts_per_minute(), 0, "executor_plugin.max_restarts_per_minute"));
-    // A plugin reports its own nodes; a simulated cluster set beside it would be ignored.
+    if (c.backends_size() > 0) {
+      return Invalid("executor_plugin", "set together with backends; list it there instead");
+    }
+    TESSERA_RETURN_IF_ERROR(ValidateBackend(c.executor_plugin(), "executor_plugin."));
+    if (!c.executor_plugin().partitions().empty()) {
+      return Invalid("executor_plugin.partitions", "needs other backends: list them in backends");
+    }
+  }
+  std::set<std::string> names;
+  for (int i = 0; i < c.backends_size(); ++i) {
+    const v1::BackendConfig& b = c.backends(i);
+    const std::string field = "backends[" + Num(i) + "].";
+    TESSERA_RETURN_IF_ERROR(ValidateBackend(b, field));
+    if (!b.name().empty() && !names.insert(b.name()).second) {
+      return Invalid(field + "name", "'" + b.name() + "' names another backend too");
+    }
+  }
+  if (c.has_executor_plugin() || c.backends_size() > 0) {
+    // Backends report their own nodes; a simulated cluster set beside them would be ignored.
     if (c.has_simulated_cluster() || !c.simulated_cluster_file().empty()) {
       return Invalid(c.has_simulated_cluster() ? "simulated_cluster" : "simulated_cluster_file",
-                     "not used when executor_plugin is set; remove one");
+                     std::string("not used when ") +
+                         (c.has_executor_plugin() ? "executor_plugin" : "backends") +
+                         " is set; remove one");
     }
   }
   for (int i = 0; i < c.plugin_dirs_size(); ++i) {
@@ -224,6 +252,20 @@ bool IsLoopbackHost(const std::string& host) {
   return true;
 }
 
+namespace {
+
+void ApplyBackendDefaults(v1::BackendConfig* p) {
+  const PluginOptions plugin;
+  if (!p->has_call_deadline_ms())
+    p->set_call_deadline_ms(static_cast<int64_t>(plugin.call_deadline.count()));
+  if (!p->has_poll_interval_ms())
+    p->set_poll_interval_ms(static_cast<int64_t>(plugin.poll_interval.count()));
+  if (!p->has_max_restarts_per_minute())
+    p->set_max_restarts_per_minute(static_cast<int32_t>(plugin.max_restarts_per_minute));
+}
+
+}  // namespace
+
 void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   const Options defaults;
 
@@ -318,19 +360,11 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   if (!c->has_default_queue()) c->set_default_queue(defaults.default_queue);
 
   if (!c->has_simulated_cluster() && c->simulated_cluster_file().empty() &&
-      !c->has_executor_plugin()) {
+      !c->has_executor_plugin() && c->backends_size() == 0) {
     *c->mutable_simulated_cluster() = DefaultSimulatedCluster();
   }
-  if (c->has_executor_plugin()) {
-    const PluginOptions plugin;
-    v1::ExecutorPluginConfig* p = c->mutable_executor_plugin();
-    if (!p->has_call_deadline_ms())
-      p->set_call_deadline_ms(static_cast<int64_t>(plugin.call_deadline.count()));
-    if (!p->has_poll_interval_ms())
-      p->set_poll_interval_ms(static_cast<int64_t>(plugin.poll_interval.count()));
-    if (!p->has_max_restarts_per_minute())
-      p->set_max_restarts_per_minute(static_cast<int32_t>(plugin.max_restarts_per_minute));
-  }
+  if (c->has_executor_plugin()) ApplyBackendDefaults(c->mutable_executor_plugin());
+  for (v1::BackendConfig& b : *c->mutable_backends()) ApplyBackendDefaults(&b);
 
   v1::ServerConfig* server = c->mutable_server();
   if (!server->has_listen()) server->set_listen(std::string(kDefaultListenAddress));
@@ -380,6 +414,20 @@ PlacementOptions::Strategy ToStrategy(v1::PlacementStrategy s) {
 }
 
 // `c` is complete (ApplyDaemonConfigDefaults).
+BackendOptions BackendOptionsOf(const v1::BackendConfig& p) {
+  BackendOptions b;
+  b.name = p.name();
+  b.plugin.plugin = p.plugin();
+  b.plugin.config = p.config();
+  b.plugin.call_deadline = std::chrono::milliseconds(p.call_deadline_ms());
+  b.plugin.poll_interval = std::chrono::milliseconds(p.poll_interval_ms());
+  b.plugin.isolate = p.isolate();
+  b.plugin.host_executable = p.host_executable();
+  b.plugin.max_restarts_per_minute = p.max_restarts_per_minute();
+  b.partitions.assign(p.partitions().begin(), p.partitions().end());
+  return b;
+}
+
 Options MapOptions(const v1::DaemonConfig& c) {
   Options o;
   o.job_size_limits.max_command_bytes = c.limits().max_command_bytes();
@@ -448,17 +496,14 @@ Options MapOptions(const v1::DaemonConfig& c) {
   if (c.has_simulated_cluster()) o.simulated_cluster = c.simulated_cluster();
   o.simulated_cluster_file = c.simulated_cluster_file();
   if (c.has_executor_plugin()) {
-    const v1::ExecutorPluginConfig& p = c.executor_plugin();
-    PluginOptions plugin;
-    plugin.plugin = p.plugin();
-    plugin.config = p.config();
-    plugin.call_deadline = std::chrono::milliseconds(p.call_deadline_ms());
-    plugin.poll_interval = std::chrono::milliseconds(p.poll_interval_ms());
-    plugin.isolate = p.isolate();
-    plugin.host_executable = p.host_executable();
-    plugin.max_restarts_per_minute = p.max_restarts_per_minute();
-    o.executor_plugin = std::move(plugin);
+    BackendOptions only = BackendOptionsOf(c.executor_plugin());
+    if (only.name.empty()) {
+      o.executor_plugin = std::move(only.plugin);
+    } else {
+      o.backends.push_back(std::move(only));
+    }
   }
+  for (const v1::BackendConfig& b : c.backends()) o.backends.push_back(BackendOptionsOf(b));
   o.plugin_dirs.assign(c.plugin_dirs().begin(), c.plugin_dirs().end());
   return o;
 }

@@ -127,13 +127,16 @@ class Engine final : public ExecutorEvents {
   void OnTaskExited(const TaskRef& task, int exit_code) override;
   void OnTaskLost(const TaskRef& task, const std::string& why) override;
   void OnLaunchRejected(const TaskRef& task, bool retryable, const std::string& why) override;
-  // The executor can no longer be trusted (a plugin turned unhealthy): every node is cordoned,
-  // so nothing new is placed, and every job with placed tasks is requeued as lost.
-  void LoseExecutor(const std::string& why);
-  // A restarted executor (an isolated plugin's new instance) took over: the nodes LoseExecutor
-  // cordoned are uncordoned (unless an operator set their flags since), and `live`, the tasks it
-  // still reports, are stopped unless the engine holds them (StopSupersededTasks).
-  void RegainExecutor(const std::vector<TaskRef>& live);
+  // A backend can no longer be trusted (its plugin turned unhealthy): its nodes, `names`, are
+  // cordoned, so nothing new is placed there, and every job with a task on one of them is
+  // requeued as lost (not counted against its attempts). Other nodes are not touched.
+  void LoseNodes(const std::vector<std::string>& names, const std::string& why);
+  // The backend's restarted plugin took over `names`: those LoseNodes cordoned are uncordoned
+  // (unless an operator set their flags since); `forgotten`, the tasks the lost plugin was
+  // asked to run, no longer hold decisions back; and `live`, the tasks the new one reports, are
+  // stopped unless the engine holds them (StopSupersededTasks).
+  void RegainNodes(const std::vector<std::string>& names, const std::set<TaskRef>& forgotten,
+                   const std::vector<TaskRef>& live);
   // `live` are the tasks the executor reports alive after a restart (of the scheduler or of the
   // executor), once the engine has reloaded the jobs it keeps. Each one the engine does not hold
   // as a running task of its job's current attempt (a superseded attempt, a finished or unknown
@@ -397,7 +400,7 @@ class Engine final : public ExecutorEvents {
   std::vector<uint64_t> arrived_behind_blocked_;
   bool growth_due_ = false;                 // capacity freed or an elastic job started.
   std::set<uint64_t> elastic_jobs_;         // running elastic jobs.
-  std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseExecutor cordoned; RegainExecutor frees.
+  std::set<NodeIndexId> cordoned_by_loss_;  // nodes LoseNodes cordoned; RegainNodes frees.
   // New shapes reported for busy nodes, applied once each node is idle (ApplyDueReshapes).
   std::map<NodeIndexId, v1::NodeSpec> reshapes_due_;
   std::set<TaskRef> superseded_stopping_;  // StopSupersededTasks: stopped, not yet exited.

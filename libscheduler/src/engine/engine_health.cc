@@ -80,34 +80,46 @@ void Engine::PersistNodeEvent(const std::string& node, const std::string& reason
 
 namespace tessera {
 
-void Engine::LoseExecutor(const std::string& why) {
-  for (const NodeState& node : cluster_.nodes()) {
-    if (!node.present()) continue;
+void Engine::LoseNodes(const std::vector<std::string>& names, const std::string& why) {
+  std::set<NodeIndexId> lost;
+  for (const std::string& name : names) {
+    const NodeState* found = cluster_.Find(name);
+    if (found == nullptr || !found->present()) continue;
+    NodeState& node = cluster_.node(found->id());
     if (!node.cordoned()) cordoned_by_loss_.insert(node.id());
-    cluster_.node(node.id()).set_cordoned(true);
+    node.set_cordoned(true);
     placer_.Refresh(node.id());
+    lost.insert(node.id());
   }
-  std::vector<uint64_t> placed;
+  // A job with any task there loses them all: a gang cannot run with members missing.
+  std::vector<uint64_t> hit;
   for (const auto& [id, job] : jobs_) {
-    if (job.PlacedTasks() > 0) placed.push_back(id);
+    for (const PlacedTask& t : job.tasks) {
+      if (!t.exited && lost.count(t.allocation.node) != 0) {
+        hit.push_back(id);
+        break;
+      }
+    }
   }
-  std::sort(placed.begin(), placed.end());
-  for (uint64_t id : placed) {
+  std::sort(hit.begin(), hit.end());
+  for (uint64_t id : hit) {
     if (JobRecord* job = FindJob(id)) Requeue(*job, why, LossCause::kInfrastructure);
   }
 }
 
-void Engine::RegainExecutor(const std::vector<TaskRef>& live) {
-  // What the lost executor was stopping is reported again by this one if it still runs.
-  superseded_stopping_.clear();
+void Engine::RegainNodes(const std::vector<std::string>& names, const std::set<TaskRef>& forgotten,
+                         const std::vector<TaskRef>& live) {
+  // What the lost backend was stopping is reported again by its successor if it still runs.
+  for (const TaskRef& ref : forgotten) superseded_stopping_.erase(ref);
   StopSupersededTasks(live);
-  for (NodeIndexId id : cordoned_by_loss_) {
-    NodeState& node = cluster_.node(id);
+  for (const std::string& name : names) {
+    const NodeState* found = cluster_.Find(name);
+    if (found == nullptr || cordoned_by_loss_.erase(found->id()) == 0) continue;
+    NodeState& node = cluster_.node(found->id());
     if (!node.present()) continue;
     node.set_cordoned(node.draining());
-    placer_.Refresh(id);
+    placer_.Refresh(node.id());
   }
-  cordoned_by_loss_.clear();
   capacity_freed_ = true;
   host_.RequestDecisions();
 }

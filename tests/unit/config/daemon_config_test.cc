@@ -217,6 +217,41 @@ plugin_dirs: [/opt/plugins]
   CHECK_FALSE(options->simulated_cluster.has_value());
 }
 
+TEST_CASE("daemon config: backends map onto BackendOptions, in order, with plugin defaults") {
+  StatusOr<v1::DaemonConfig> config = LoadYaml(R"(
+backends:
+  - name: cluster
+    plugin: sim
+    config: "{}"
+  - name: here
+    plugin: local
+    isolate: true
+    partitions: [cluster]
+)");
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  CHECK_FALSE(config->has_simulated_cluster());  // the backends report the nodes.
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  CHECK_FALSE(options->executor_plugin.has_value());
+  REQUIRE(options->backends.size() == 2);
+  CHECK(options->backends[0].name == "cluster");
+  CHECK(options->backends[0].plugin.plugin == "sim");
+  CHECK(options->backends[0].plugin.config == "{}");
+  CHECK(options->backends[0].plugin.call_deadline == std::chrono::milliseconds(5000));
+  CHECK(options->backends[1].name == "here");
+  CHECK(options->backends[1].plugin.isolate);
+  CHECK(options->backends[1].plugin.max_restarts_per_minute == 3);
+  CHECK(options->backends[1].partitions == std::vector<std::string>{"cluster"});
+  // A named executor_plugin is a set of one with that name.
+  StatusOr<v1::DaemonConfig> named = LoadYaml("executor_plugin: {plugin: sim, name: gpus}\n");
+  REQUIRE(named.ok());
+  StatusOr<Options> one = ToOptions(*named);
+  REQUIRE(one.ok());
+  CHECK_FALSE(one->executor_plugin.has_value());
+  REQUIRE(one->backends.size() == 1);
+  CHECK(one->backends[0].name == "gpus");
+}
+
 TEST_CASE("daemon config: unknown keys and wrong types name the file, line and field") {
   StatusOr<v1::DaemonConfig> unknown = LoadYaml("store:\n  path: a.db\n  max_bacth: 10\n");
   REQUIRE_FALSE(unknown.ok());
@@ -302,6 +337,20 @@ TEST_CASE("daemon config: bad values are refused naming the field") {
   CHECK(Refusal("executor_plugin: {plugin: sim}\nsimulated_cluster: {groups: []}") ==
         "simulated_cluster: not used when executor_plugin is set; remove one");
   CHECK(Refusal("plugin_dirs: ['']") == "plugin_dirs[0]: must not be empty");
+  CHECK(Refusal("backends: [{plugin: sim, name: a}, {plugin: local, name: a}]") ==
+        "backends[1].name: 'a' names another backend too");
+  CHECK(Refusal("backends: [{plugin: sim}, {config: x}]") ==
+        "backends[1].plugin: must not be empty");
+  CHECK(Refusal("backends: [{plugin: sim, partitions: ['']}]") ==
+        "backends[0].partitions[0]: must not be empty");
+  CHECK(Refusal("backends: [{plugin: sim, call_deadline_ms: 0}]") ==
+        "backends[0].call_deadline_ms: must be > 0, got 0");
+  CHECK(Refusal("backends: [{plugin: sim}]\nexecutor_plugin: {plugin: local}") ==
+        "executor_plugin: set together with backends; list it there instead");
+  CHECK(Refusal("executor_plugin: {plugin: sim, partitions: [x]}") ==
+        "executor_plugin.partitions: needs other backends: list them in backends");
+  CHECK(Refusal("backends: [{plugin: sim}]\nsimulated_cluster: {groups: []}") ==
+        "simulated_cluster: not used when backends is set; remove one");
 }
 
 TEST_CASE("daemon config: server and auth values") {

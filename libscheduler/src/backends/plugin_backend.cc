@@ -1,0 +1,122 @@
+#include "backends/plugin_backend.h"
+
+#include "common/log.h"
+
+namespace tessera {
+namespace {
+
+StatusOr<std::shared_ptr<PluginLibrary>> LoadLibrary(const PluginOptions& p,
+                                                     const std::vector<std::string>& dirs) {
+  return p.isolate ? PluginLibrary::LoadIsolated(p.plugin, dirs, p.host_executable, p.call_deadline)
+                   : PluginLibrary::Load(p.plugin, dirs);
+}
+
+}  // namespace
+
+PluginBackend::PluginBackend(const BackendOptions& options, std::vector<std::string> plugin_dirs,
+                             Host host)
+    : options_(options), plugin_dirs_(std::move(plugin_dirs)), host_(std::move(host)) {}
+
+PluginBackend::~PluginBackend() {
+  StopRestarts();
+  restarter_.reset();  // before the executor it may be installing.
+  executor_.reset();
+}
+
+StatusOr<std::unique_ptr<PluginBackend>> PluginBackend::Open(
+    const BackendOptions& options, const std::vector<std::string>& plugin_dirs, Host host) {
+  std::unique_ptr<PluginBackend> backend(new PluginBackend(options, plugin_dirs, std::move(host)));
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<PluginLibrary> library,
+                           LoadLibrary(options.plugin, plugin_dirs));
+  backend->name_ = options.name.empty() ? library->info().name : options.name;
+  const PluginOptions& p = options.plugin;
+  if (library->isolated() && p.max_restarts_per_minute > 0) {
+    PluginBackend* self = backend.get();
+    backend->restarter_ = std::make_unique<PluginRestarter>(
+        backend->name_, p.max_restarts_per_minute, [self] { return self->Restart(); },
+        [self](PluginRestarter::Restarted restarted) {
+          if (self->host_.closing()) return;  // dropped here, off the strand.
+          self->Install(std::move(restarted));
+        },
+        backend->host_.log);
+  }
+  TESSERA_ASSIGN_OR_RETURN(backend->executor_, backend->StartExecutor(std::move(library)));
+  TESSERA_ASSIGN_OR_RETURN(backend->first_inventory_, backend->executor_->LoadInventory());
+  TESSERA_ASSIGN_OR_RETURN(backend->first_live_, backend->executor_->LoadLiveTasks());
+  return backend;
+}
+
+StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
+    std::shared_ptr<PluginLibrary> library) {
+  PluginExecutor::Wiring wiring;
+  wiring.post = host_.post;
+  wiring.events = host_.events;
+  wiring.timers = host_.timers;
+  wiring.clock = host_.clock;
+  wiring.log = host_.log;
+  wiring.telemetry = host_.telemetry;
+  wiring.on_inventory = host_.on_inventory;
+  wiring.on_unhealthy = [this, library](const std::string& why) {
+    unhealthy_ = why;
+    host_.on_lost(why);
+    if (library->isolated()) {
+      library->Abandon();  // its process is killed, so a stuck call returns.
+      if (restarter_) restarter_->Schedule(why);
+    }
+  };
+  return PluginExecutor::Start(std::move(library), options_.plugin, std::move(wiring));
+}
+
+StatusOr<PluginRestarter::Restarted> PluginBackend::Restart() {
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<PluginLibrary> library,
+                           LoadLibrary(options_.plugin, plugin_dirs_));
+  PluginRestarter::Restarted restarted;
+  TESSERA_ASSIGN_OR_RETURN(restarted.executor, StartExecutor(std::move(library)));
+  TESSERA_ASSIGN_OR_RETURN(restarted.inventory, restarted.executor->LoadInventory());
+  TESSERA_ASSIGN_OR_RETURN(restarted.live, restarted.executor->LoadLiveTasks());
+  return restarted;
+}
+
+void PluginBackend::Install(PluginRestarter::Restarted restarted) {
+  auto fresh = std::make_shared<PluginRestarter::Restarted>(std::move(restarted));
+  host_.post([this, fresh] {
+    // Failed already (its on_unhealthy, queued before this, asked for another restart): drop it.
+    if (!fresh->executor->healthy()) return;
+    // The old executor is unhealthy and its process killed: destroying it does not wait.
+    std::unique_ptr<PluginExecutor> old = std::move(executor_);
+    executor_ = std::move(fresh->executor);
+    unhealthy_.clear();
+    // What the restarted plugin offers may differ from what it offered before.
+    host_.on_restarted(executor_.get(), DiffInventory(old->Inventory(), fresh->inventory),
+                       fresh->live);
+    old.reset();
+    executor_->Poll();
+  });
+}
+
+bool PluginBackend::Busy() const { return executor_->Busy() || (restarter_ && restarter_->Busy()); }
+
+void PluginBackend::StopRestarts() {
+  if (restarter_) restarter_->Stop();
+}
+
+v1::Backend PluginBackend::Status() const {
+  v1::Backend b;
+  const PluginInfo& info = executor_->info();
+  b.set_name(name_);
+  b.set_plugin(info.path);
+  b.set_version(info.version);
+  b.set_abi(std::to_string(info.abi_major) + "." + std::to_string(info.abi_minor));
+  b.set_isolated(executor_->library()->isolated());
+  b.set_healthy(unhealthy_.empty() && executor_->healthy());
+  // The executor marks itself at once; the reason reaches the strand just after.
+  if (!b.healthy()) b.set_unhealthy_reason(unhealthy_.empty() ? "a call failed" : unhealthy_);
+  b.set_restarts(restarter_ ? restarter_->restarts() : 0);
+  if (info.executor) b.add_roles("executor");
+  if (info.partitioner) b.add_roles("partitioner");
+  if (info.capacity_provider) b.add_roles("capacity_provider");
+  for (const std::string& other : options_.partitions) b.add_partitions(other);
+  return b;
+}
+
+}  // namespace tessera

@@ -1,0 +1,96 @@
+// PluginBackend: one backend of the set (Options::backends) over its life: its plugin loaded and
+// opened, its health, and, for an isolated plugin, its restarts.
+//
+//   Open        loads the plugin (in process or in a tessera-plugin-host), starts an executor
+//               on it, and takes its first inventory and live tasks;
+//   lost        a call failed, hung or returned bad bytes: Host::on_lost runs on the strand
+//               (the scheduler cordons this backend's nodes and requeues its jobs), and an
+//               isolated plugin is killed and scheduled for a restart;
+//   restarted   a fresh instance is open: Host::on_restarted runs on the strand with the new
+//               executor, the difference between the old and new inventory and the tasks the
+//               new one reports live.
+// An in-process plugin that fails stays unhealthy until the scheduler is reopened.
+//
+// Status() is what an operator sees (tessctl backends): healthy or why not, restarts, roles.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/executor.h"
+#include "engine/timer_queue.h"
+#include "model/inventory_diff.h"
+#include "plugins/plugin_executor.h"
+#include "plugins/plugin_library.h"
+#include "plugins/plugin_restarter.h"
+#include "tessera/clock.h"
+#include "tessera/logging.h"
+#include "tessera/plugin_host.h"
+#include "tessera/v1/node.pb.h"
+
+namespace tessera {
+
+class PluginBackend {
+ public:
+  // How the backend reaches the scheduler. Every function but `post` and `closing` runs on
+  // the strand.
+  struct Host {
+    std::function<void(std::function<void()>)> post;  // runs a function on the strand.
+    std::function<bool()> closing;                    // the scheduler is closing (any thread).
+    ExecutorEvents* events = nullptr;
+    TimerQueue* timers = nullptr;
+    std::shared_ptr<const Clock> clock;
+    LogOptions log;
+    std::function<void(const v1::GpuTelemetry& reading)> telemetry;
+    std::function<void(const InventoryDiff& diff)> on_inventory;
+    std::function<void(const std::string& why)> on_lost;
+    std::function<void(PluginExecutor* fresh, const InventoryDiff& diff,
+                       const std::vector<TaskRef>& live)>
+        on_restarted;
+  };
+
+  // Loads and opens the backend; `options.name` empty takes the plugin's own name.
+  static StatusOr<std::unique_ptr<PluginBackend>> Open(const BackendOptions& options,
+                                                       const std::vector<std::string>& plugin_dirs,
+                                                       Host host);
+  ~PluginBackend();
+  PluginBackend(const PluginBackend&) = delete;
+  PluginBackend& operator=(const PluginBackend&) = delete;
+
+  const std::string& name() const { return name_; }
+  const BackendOptions& options() const { return options_; }
+  const PluginInfo& info() const { return executor_->info(); }
+  // The executor now serving the backend (strand only: a restart replaces it there).
+  PluginExecutor* executor() { return executor_.get(); }
+  // What the plugin reported while opening.
+  const std::vector<v1::NodeSpec>& first_inventory() const { return first_inventory_; }
+  const std::vector<TaskRef>& first_live_tasks() const { return first_live_; }
+
+  // Calls in flight, or a restart under way (strand only).
+  bool Busy() const;
+  // No restart starts after this returns (any thread; Close calls it).
+  void StopRestarts();
+  // Health, restarts and roles, as an operator sees them (strand only). Nodes are filled in by
+  // the caller, who knows which the backend owns.
+  v1::Backend Status() const;
+
+ private:
+  PluginBackend(const BackendOptions& options, std::vector<std::string> plugin_dirs, Host host);
+  StatusOr<std::unique_ptr<PluginExecutor>> StartExecutor(std::shared_ptr<PluginLibrary> library);
+  StatusOr<PluginRestarter::Restarted> Restart();
+  void Install(PluginRestarter::Restarted restarted);
+
+  BackendOptions options_;
+  const std::vector<std::string> plugin_dirs_;
+  Host host_;
+  std::string name_;
+  std::unique_ptr<PluginExecutor> executor_;
+  std::unique_ptr<PluginRestarter> restarter_;  // isolated plugins that may restart.
+  std::vector<v1::NodeSpec> first_inventory_;
+  std::vector<TaskRef> first_live_;
+  std::string unhealthy_;  // why the backend is down; empty while healthy (strand only).
+};
+
+}  // namespace tessera
