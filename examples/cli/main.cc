@@ -96,11 +96,17 @@ int main(int argc, char** argv) {
       ->check(Between<int64_t>(1));
   submit_cmd->add_option("--memory-mib", submit.memory_mib, "memory per task (default 1024)")
       ->check(Between<int64_t>(1));
-  submit_cmd->add_option("--selector", submit.selectors,
-                         "run only on nodes with the label key=value; repeatable");
-  submit_cmd->add_option("--toleration", submit.tolerations,
-                         "tolerate taints key[=value][:NoSchedule|PreferNoSchedule|NoExecute]; "
-                         "repeatable");
+  // One value per flag: a list option would take what follows as more values, and swallow the
+  // `--` that starts the task's argv.
+  submit_cmd
+      ->add_option("--selector", submit.selectors,
+                   "run only on nodes with the label key=value; repeatable")
+      ->allow_extra_args(false);
+  submit_cmd
+      ->add_option("--toleration", submit.tolerations,
+                   "tolerate taints key[=value][:NoSchedule|PreferNoSchedule|NoExecute]; "
+                   "repeatable")
+      ->allow_extra_args(false);
   submit_cmd->add_option("--idempotency-key", submit.idempotency_key,
                          "resubmitting with the same key returns the first job");
   submit_cmd->add_option("--command,command", submit.command,

@@ -204,7 +204,7 @@ TEST_CASE("tessctl submit --selector and --toleration fill node_selector and tol
   const RunResult run = Tessctl(
       {"--server", server.url(), "submit", "--gpus", "1", "--selector", "gpu-type=h100",
        "--selector", "zone=eu-1", "--toleration", "dedicated=infer:NoSchedule", "--toleration",
-       "spot:PREFER_NO_SCHEDULE", "--toleration", "maintenance", "--", "true"});
+       "spot:PREFER_NO_SCHEDULE", "--toleration", "maintenance", "--", "/bin/sh", "-c", "exit 0"});
   INFO(run.err);
   CHECK(run.exit_code == 0);
   const auto requests = server.requests();
@@ -223,8 +223,9 @@ TEST_CASE("tessctl submit --selector and --toleration fill node_selector and tol
   CHECK(spec.tolerations(1).effect() == tessera::v1::PREFER_NO_SCHEDULE);
   CHECK(spec.tolerations(2).key() == "maintenance");
   CHECK(spec.tolerations(2).effect() == tessera::v1::TAINT_EFFECT_UNSPECIFIED);
+  // The argv after `--` is the task's, options and all (a list flag just before must not take it).
   CHECK(std::vector<std::string>(spec.command().begin(), spec.command().end()) ==
-        std::vector<std::string>{"true"});
+        std::vector<std::string>{"/bin/sh", "-c", "exit 0"});
 
   for (const char* bad : {"--selector=novalue", "--toleration=k:Sometimes"}) {
     const RunResult refused = Tessctl({"--server", server.url(), "submit", bad});
