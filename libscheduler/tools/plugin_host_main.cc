@@ -30,6 +30,7 @@
 
 #include "plugins/remote/wire.h"
 #include "tessera/plugin/abi.h"
+#include "tessera/plugin/abi_calls.h"
 #include "tessera/plugin/handshake.h"
 
 namespace {
@@ -137,14 +138,21 @@ Frame Serve(const Frame& call) {
   StringSink out, error;
   tessera_status status = TESSERA_INTERNAL;
   bool known = true;
-  auto with_out = [&](auto fn) {
-    if (fn == nullptr) return known = false;
+  // One way to call each shape of function (tessera/plugin/abi_calls.h); false when the plugin
+  // lacks it.
+  auto with_reply = [&](auto fn) {
+    if (fn == nullptr) return false;
     status = fn(instance, &out.sink, &error.sink);
     return true;
   };
   auto with_request = [&](auto fn) {
-    if (fn == nullptr) return known = false;
+    if (fn == nullptr) return false;
     status = fn(instance, Bytes(call.payload), &error.sink);
+    return true;
+  };
+  auto with_request_reply = [&](auto fn) {
+    if (fn == nullptr) return false;
+    status = fn(instance, Bytes(call.payload), &out.sink, &error.sink);
     return true;
   };
   switch (call.function) {
@@ -161,40 +169,19 @@ Frame Serve(const Frame& call) {
       instance = nullptr;
       status = TESSERA_OK;
       break;
-    case Function::kInventory:
-      with_out(d.tessera_plugin_on_inventory);
-      break;
-    case Function::kLaunch:
-      with_request(d.tessera_plugin_on_launch);
-      break;
-    case Function::kStop:
-      with_request(d.tessera_plugin_on_stop);
-      break;
-    case Function::kResize:
-      with_request(d.tessera_plugin_on_resize);
-      break;
-    case Function::kPollEvents:
-      with_out(d.tessera_plugin_on_poll_events);
-      break;
-    case Function::kReconcile:
-      with_out(d.tessera_plugin_on_reconcile);
-      break;
-    case Function::kTelemetry:
-      with_out(d.tessera_plugin_on_telemetry);
-      break;
-    case Function::kApplyMigLayout:
-      with_request(d.tessera_plugin_on_apply_mig_layout);
-      break;
-    case Function::kProvision:
-      if (d.tessera_plugin_on_provision == nullptr) {
-        known = false;
-        break;
-      }
-      status = d.tessera_plugin_on_provision(instance, Bytes(call.payload), &out.sink, &error.sink);
-      break;
-    case Function::kDeprovision:
-      with_request(d.tessera_plugin_on_deprovision);
-      break;
+#define TESSERA_SERVE(name, Method, shape)     \
+  case Function::k##Method:                    \
+    known = shape(d.tessera_plugin_on_##name); \
+    break;
+#define TESSERA_SERVE_REPLY(name, Method, ...) TESSERA_SERVE(name, Method, with_reply)
+#define TESSERA_SERVE_REQUEST(name, Method, ...) TESSERA_SERVE(name, Method, with_request)
+#define TESSERA_SERVE_REQUEST_REPLY(name, Method, ...) \
+  TESSERA_SERVE(name, Method, with_request_reply)
+      TESSERA_PLUGIN_CALLS(TESSERA_SERVE_REPLY, TESSERA_SERVE_REQUEST, TESSERA_SERVE_REQUEST_REPLY)
+#undef TESSERA_SERVE_REQUEST_REPLY
+#undef TESSERA_SERVE_REQUEST
+#undef TESSERA_SERVE_REPLY
+#undef TESSERA_SERVE
     default:
       known = false;
   }
@@ -248,24 +235,15 @@ std::string Load(const char* path, DescriptorInfo* info) {
     return "";
   }
   std::memcpy(&descriptor, d, std::min<size_t>(d->struct_size, sizeof(descriptor)));
-  const void* functions[] = {
-      nullptr,
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_init),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_shutdown),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_inventory),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_launch),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_stop),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_resize),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_poll_events),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_reconcile),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_telemetry),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_apply_mig_layout),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_provision),
-      reinterpret_cast<const void*>(descriptor.tessera_plugin_on_deprovision),
+  auto has = [&](Function f, bool present) {
+    if (present) info->functions |= 1u << static_cast<int>(f);
   };
-  for (uint32_t f = 1; f < std::size(functions); ++f) {
-    if (functions[f] != nullptr) info->functions |= 1u << f;
-  }
+  has(Function::kInit, descriptor.tessera_plugin_on_init != nullptr);
+  has(Function::kShutdown, descriptor.tessera_plugin_on_shutdown != nullptr);
+#define TESSERA_HAS(name, Method, ...) \
+  has(Function::k##Method, descriptor.tessera_plugin_on_##name != nullptr);
+  TESSERA_PLUGIN_CALLS(TESSERA_HAS, TESSERA_HAS, TESSERA_HAS)
+#undef TESSERA_HAS
   return "";
 }
 

@@ -46,12 +46,14 @@ std::string CallError(const PluginInfo& info, const std::string& what, tessera_s
          (message.empty() ? "" : ": " + message);
 }
 
-// The outcome of an entry point that writes a reply (inventory, live tasks, events, telemetry):
-// the plugin's own status and message when it failed, INVALID_ARGUMENT when what it wrote is not
-// a `reply`, else OK with `reply` parsed.
-Status ReadReply(const PluginInfo& info, const std::string& what, tessera_status code,
-                 const StringSink& out, const StringSink& error,
-                 google::protobuf::MessageLite* reply) {
+// Calls `fn`, a function that writes a reply (inventory, live tasks, events, telemetry: the
+// REPLY rows of abi_calls.h), and parses what it wrote into `reply`: the plugin's own status and
+// message when it failed, INVALID_ARGUMENT when what it wrote is not a `reply`, else OK.
+Status CallForReply(tessera_status (*fn)(tessera_plugin_instance*, tessera_sink*, tessera_sink*),
+                    tessera_plugin_instance* instance, const PluginInfo& info,
+                    const std::string& what, google::protobuf::MessageLite* reply) {
+  StringSink out, error;
+  const tessera_status code = fn(instance, &out.sink, &error.sink);
   if (code != TESSERA_OK) {
     return Status(static_cast<StatusCode>(code), CallError(info, what, code, error.bytes));
   }
@@ -269,39 +271,38 @@ PluginExecutor::~PluginExecutor() {
 }
 
 StatusOr<std::vector<v1::NodeSpec>> PluginExecutor::LoadInventory() {
+  // The reply lives in shared storage: if the call hangs, it may finish after we return.
   struct Call {
-    tessera_status code = TESSERA_INTERNAL;
-    StringSink out, error;
+    Status status;
+    v1::Inventory inventory;
   };
   auto call = std::make_shared<Call>();
   std::shared_ptr<Shared> shared = shared_;
   TESSERA_RETURN_IF_ERROR(worker_->RunAndWait("on_inventory", [shared, call] {
-    call->code = shared->library->descriptor().tessera_plugin_on_inventory(
-        shared->instance, &call->out.sink, &call->error.sink);
+    call->status =
+        CallForReply(shared->library->descriptor().tessera_plugin_on_inventory, shared->instance,
+                     shared->library->info(), "on_inventory", &call->inventory);
   }));
-  v1::Inventory inventory;
-  TESSERA_RETURN_IF_ERROR(
-      ReadReply(library_->info(), "on_inventory", call->code, call->out, call->error, &inventory));
-  inventory_.assign(inventory.nodes().begin(), inventory.nodes().end());
+  TESSERA_RETURN_IF_ERROR(call->status);
+  inventory_.assign(call->inventory.nodes().begin(), call->inventory.nodes().end());
   return inventory_;
 }
 
 StatusOr<std::vector<TaskRef>> PluginExecutor::LoadLiveTasks() {
   struct Call {
-    tessera_status code = TESSERA_INTERNAL;
-    StringSink out, error;
+    Status status;
+    v1::LiveTasks live;
   };
   auto call = std::make_shared<Call>();
   std::shared_ptr<Shared> shared = shared_;
   TESSERA_RETURN_IF_ERROR(worker_->RunAndWait("on_reconcile", [shared, call] {
-    call->code = shared->library->descriptor().tessera_plugin_on_reconcile(
-        shared->instance, &call->out.sink, &call->error.sink);
+    call->status =
+        CallForReply(shared->library->descriptor().tessera_plugin_on_reconcile, shared->instance,
+                     shared->library->info(), "on_reconcile", &call->live);
   }));
-  v1::LiveTasks live;
-  TESSERA_RETURN_IF_ERROR(
-      ReadReply(library_->info(), "on_reconcile", call->code, call->out, call->error, &live));
+  TESSERA_RETURN_IF_ERROR(call->status);
   live_.clear();
-  for (const v1::TaskRef& r : live.tasks()) live_.push_back(FromProto(r));
+  for (const v1::TaskRef& r : call->live.tasks()) live_.push_back(FromProto(r));
   return live_;
 }
 
@@ -385,12 +386,10 @@ void PluginExecutor::PostPoll() {
   if (unhealthy_ || library_->descriptor().tessera_plugin_on_poll_events == nullptr) return;
   std::shared_ptr<Shared> shared = shared_;
   Queue("on_poll_events", [shared] {
-    StringSink out, error;
-    const tessera_status code = shared->library->descriptor().tessera_plugin_on_poll_events(
-        shared->instance, &out.sink, &error.sink);
     v1::BackendEvents events;
     const Status read =
-        ReadReply(shared->library->info(), "on_poll_events", code, out, error, &events);
+        CallForReply(shared->library->descriptor().tessera_plugin_on_poll_events, shared->instance,
+                     shared->library->info(), "on_poll_events", &events);
     if (!read.ok()) {
       shared->MarkUnhealthy(read.message());
       return;
@@ -409,12 +408,10 @@ void PluginExecutor::PostInventoryRead() {
   if (unhealthy_) return;
   std::shared_ptr<Shared> shared = shared_;
   Queue("on_inventory", [shared] {
-    StringSink out, error;
-    const tessera_status code = shared->library->descriptor().tessera_plugin_on_inventory(
-        shared->instance, &out.sink, &error.sink);
     auto inventory = std::make_shared<v1::Inventory>();
     const Status read =
-        ReadReply(shared->library->info(), "on_inventory", code, out, error, inventory.get());
+        CallForReply(shared->library->descriptor().tessera_plugin_on_inventory, shared->instance,
+                     shared->library->info(), "on_inventory", inventory.get());
     if (!read.ok()) {
       shared->MarkUnhealthy(read.message());
       return;
@@ -462,12 +459,10 @@ void PluginExecutor::PostTelemetry() {
   }
   std::shared_ptr<Shared> shared = shared_;
   Queue("on_telemetry", [shared] {
-    StringSink out, error;
-    const tessera_status code = shared->library->descriptor().tessera_plugin_on_telemetry(
-        shared->instance, &out.sink, &error.sink);
     auto batch = std::make_shared<v1::TelemetryBatch>();
     const Status read =
-        ReadReply(shared->library->info(), "on_telemetry", code, out, error, batch.get());
+        CallForReply(shared->library->descriptor().tessera_plugin_on_telemetry, shared->instance,
+                     shared->library->info(), "on_telemetry", batch.get());
     if (!read.ok()) {
       shared->MarkUnhealthy(read.message());
       return;

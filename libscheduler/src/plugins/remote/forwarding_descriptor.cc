@@ -1,5 +1,7 @@
 #include "plugins/remote/forwarding_descriptor.h"
 
+#include "tessera/plugin/abi_calls.h"
+
 namespace tessera {
 namespace {
 
@@ -26,20 +28,23 @@ tessera_status Finish(const PluginHostProcess::Reply& reply, tessera_sink* out,
   return reply.status;
 }
 
+// The forwarders, one per shape of call (tessera/plugin/abi_calls.h).
 template <Function kFunction>
-tessera_status WithOut(tessera_plugin_instance* instance, tessera_sink* out, tessera_sink* error) {
+tessera_status ForwardReply(tessera_plugin_instance* instance, tessera_sink* out,
+                            tessera_sink* error) {
   return Finish(ProcessOf(instance)->Call(kFunction, ""), out, error);
 }
 
 template <Function kFunction>
-tessera_status WithRequest(tessera_plugin_instance* instance, tessera_bytes request,
-                           tessera_sink* error) {
+tessera_status ForwardRequest(tessera_plugin_instance* instance, tessera_bytes request,
+                              tessera_sink* error) {
   return Finish(ProcessOf(instance)->Call(kFunction, ToString(request)), nullptr, error);
 }
 
-tessera_status Provision(tessera_plugin_instance* instance, tessera_bytes request,
-                         tessera_sink* out, tessera_sink* error) {
-  return Finish(ProcessOf(instance)->Call(Function::kProvision, ToString(request)), out, error);
+template <Function kFunction>
+tessera_status ForwardRequestReply(tessera_plugin_instance* instance, tessera_bytes request,
+                                   tessera_sink* out, tessera_sink* error) {
+  return Finish(ProcessOf(instance)->Call(kFunction, ToString(request)), out, error);
 }
 
 tessera_status InitNotDirect(const tessera_host_api*, tessera_bytes, tessera_plugin_instance**,
@@ -65,22 +70,20 @@ tessera_plugin_descriptor ForwardingDescriptor(const plugin_wire::DescriptorInfo
   d.version = info.version.c_str();
   if (has(Function::kInit)) d.tessera_plugin_on_init = InitNotDirect;
   if (has(Function::kShutdown)) d.tessera_plugin_on_shutdown = Shutdown;
-  if (has(Function::kInventory)) d.tessera_plugin_on_inventory = WithOut<Function::kInventory>;
-  if (has(Function::kLaunch)) d.tessera_plugin_on_launch = WithRequest<Function::kLaunch>;
-  if (has(Function::kStop)) d.tessera_plugin_on_stop = WithRequest<Function::kStop>;
-  if (has(Function::kResize)) d.tessera_plugin_on_resize = WithRequest<Function::kResize>;
-  if (has(Function::kPollEvents)) {
-    d.tessera_plugin_on_poll_events = WithOut<Function::kPollEvents>;
+#define TESSERA_FORWARD(name, Method, Forwarder)                 \
+  if (has(Function::k##Method)) {                                \
+    d.tessera_plugin_on_##name = Forwarder<Function::k##Method>; \
   }
-  if (has(Function::kReconcile)) d.tessera_plugin_on_reconcile = WithOut<Function::kReconcile>;
-  if (has(Function::kTelemetry)) d.tessera_plugin_on_telemetry = WithOut<Function::kTelemetry>;
-  if (has(Function::kApplyMigLayout)) {
-    d.tessera_plugin_on_apply_mig_layout = WithRequest<Function::kApplyMigLayout>;
-  }
-  if (has(Function::kProvision)) d.tessera_plugin_on_provision = Provision;
-  if (has(Function::kDeprovision)) {
-    d.tessera_plugin_on_deprovision = WithRequest<Function::kDeprovision>;
-  }
+#define TESSERA_FORWARD_REPLY(name, Method, ...) TESSERA_FORWARD(name, Method, ForwardReply)
+#define TESSERA_FORWARD_REQUEST(name, Method, ...) TESSERA_FORWARD(name, Method, ForwardRequest)
+#define TESSERA_FORWARD_REQUEST_REPLY(name, Method, ...) \
+  TESSERA_FORWARD(name, Method, ForwardRequestReply)
+  TESSERA_PLUGIN_CALLS(TESSERA_FORWARD_REPLY, TESSERA_FORWARD_REQUEST,
+                       TESSERA_FORWARD_REQUEST_REPLY)
+#undef TESSERA_FORWARD_REQUEST_REPLY
+#undef TESSERA_FORWARD_REQUEST
+#undef TESSERA_FORWARD_REPLY
+#undef TESSERA_FORWARD
   return d;
 }
 

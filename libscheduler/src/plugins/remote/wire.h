@@ -7,13 +7,16 @@
 //   payload bytes, error bytes.
 // All integers are little-endian. What the fields mean depends on the kind (FrameKind).
 //
-// This file uses nothing but the C++ standard library and POSIX, so that the host executable
-// (libscheduler/tools/plugin_host_main.cc) compiles it too; it does not link the scheduler.
+// This file uses nothing but the C++ standard library, POSIX and the plugin ABI's C headers, so
+// that the host executable (libscheduler/tools/plugin_host_main.cc) compiles it too; it does not
+// link the scheduler.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "tessera/plugin/abi_calls.h"
 
 namespace tessera::plugin_wire {
 
@@ -37,20 +40,15 @@ enum class FrameKind : uint8_t {
 };
 
 // The plugin functions a kCall names; also the bit (1 << value) in DescriptorInfo::functions.
+// on_init and on_shutdown, then one value per call of tessera/plugin/abi_calls.h (kInventory,
+// kLaunch, ... kDeprovision), its opcode there.
 enum class Function : uint8_t {
   kNone = 0,
   kInit = 1,
   kShutdown = 2,
-  kInventory = 3,
-  kLaunch = 4,
-  kStop = 5,
-  kResize = 6,
-  kPollEvents = 7,
-  kReconcile = 8,
-  kTelemetry = 9,
-  kApplyMigLayout = 10,
-  kProvision = 11,
-  kDeprovision = 12,
+#define TESSERA_WIRE_FUNCTION(name, Method, opcode, ...) k##Method = opcode,
+  TESSERA_PLUGIN_CALLS(TESSERA_WIRE_FUNCTION, TESSERA_WIRE_FUNCTION, TESSERA_WIRE_FUNCTION)
+#undef TESSERA_WIRE_FUNCTION
 };
 
 struct Frame {

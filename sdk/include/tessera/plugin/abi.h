@@ -169,7 +169,7 @@ typedef struct tessera_plugin_descriptor {
                                                 tessera_sink* error);
   tessera_status (*tessera_plugin_on_deprovision)(tessera_plugin_instance* instance,
                                                   tessera_bytes request, tessera_sink* error);
-  /* Minor versions append fields here. */
+  /* Minor versions append fields here, each with its row in abi_calls.h. */
 } tessera_plugin_descriptor;
 
 typedef const tessera_plugin_descriptor* (*tessera_plugin_entry_fn)(void);

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "tessera/plugin/abi.h"
+#include "tessera/plugin/abi_calls.h"
 #include "tessera/plugin/fake_host.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/v1/plugin.pb.h"
@@ -269,26 +270,13 @@ struct KindFunction {
 inline const std::vector<KindFunction>& KindFunctions() {
   using D = tessera_plugin_descriptor;
   static const std::vector<KindFunction> functions = {
-      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_inventory", true,
-       [](const D& d) { return d.tessera_plugin_on_inventory != nullptr; }},
-      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_launch", true,
-       [](const D& d) { return d.tessera_plugin_on_launch != nullptr; }},
-      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_stop", true,
-       [](const D& d) { return d.tessera_plugin_on_stop != nullptr; }},
-      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_resize", false,
-       [](const D& d) { return d.tessera_plugin_on_resize != nullptr; }},
-      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_poll_events", true,
-       [](const D& d) { return d.tessera_plugin_on_poll_events != nullptr; }},
-      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_reconcile", true,
-       [](const D& d) { return d.tessera_plugin_on_reconcile != nullptr; }},
-      {TESSERA_PLUGIN_KIND_EXECUTOR, "on_telemetry", false,
-       [](const D& d) { return d.tessera_plugin_on_telemetry != nullptr; }},
-      {TESSERA_PLUGIN_KIND_PARTITIONER, "on_apply_mig_layout", true,
-       [](const D& d) { return d.tessera_plugin_on_apply_mig_layout != nullptr; }},
-      {TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER, "on_provision", true,
-       [](const D& d) { return d.tessera_plugin_on_provision != nullptr; }},
-      {TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER, "on_deprovision", true,
-       [](const D& d) { return d.tessera_plugin_on_deprovision != nullptr; }},
+  // One per call of abi_calls.h.
+#define TESSERA_CONFORMANCE_KIND_FUNCTION(name, Method, opcode, kind, need, ...) \
+  {TESSERA_PLUGIN_KIND_##kind, "on_" #name, TESSERA_PLUGIN_CALL_##need != 0,     \
+   [](const D& d) { return d.tessera_plugin_on_##name != nullptr; }},
+      TESSERA_PLUGIN_CALLS(TESSERA_CONFORMANCE_KIND_FUNCTION, TESSERA_CONFORMANCE_KIND_FUNCTION,
+                           TESSERA_CONFORMANCE_KIND_FUNCTION)
+#undef TESSERA_CONFORMANCE_KIND_FUNCTION
   };
   return functions;
 }
@@ -487,15 +475,18 @@ inline std::string CheckMalformedOtherRequests(Context& c) {
     const char* function;
     const char* message;
   };
-  const std::vector<Request> calls = {
-      {Call::kResize, d.tessera_plugin_on_resize != nullptr, "on_resize", "ResizeJob"},
-      {Call::kApplyMigLayout, d.tessera_plugin_on_apply_mig_layout != nullptr,
-       "on_apply_mig_layout", "MigLayoutRequest"},
-      {Call::kProvision, d.tessera_plugin_on_provision != nullptr, "on_provision",
-       "ProvisionRequest"},
-      {Call::kDeprovision, d.tessera_plugin_on_deprovision != nullptr, "on_deprovision",
-       "DeprovisionRequest"},
-  };
+  // Every call of abi_calls.h that reads a request, but launch and stop (checks of their own).
+  std::vector<Request> calls;
+#define TESSERA_CONFORMANCE_NO_REQUEST(...)
+#define TESSERA_CONFORMANCE_REQUEST(name, Method, opcode, kind, need, Message, ...)       \
+  if (Call::k##Method != Call::kLaunch && Call::k##Method != Call::kStop) {               \
+    calls.push_back(                                                                      \
+        {Call::k##Method, d.tessera_plugin_on_##name != nullptr, "on_" #name, #Message}); \
+  }
+  TESSERA_PLUGIN_CALLS(TESSERA_CONFORMANCE_NO_REQUEST, TESSERA_CONFORMANCE_REQUEST,
+                       TESSERA_CONFORMANCE_REQUEST)
+#undef TESSERA_CONFORMANCE_REQUEST
+#undef TESSERA_CONFORMANCE_NO_REQUEST
   std::string tried;
   for (const Request& r : calls) {
     if (!r.present) continue;
@@ -504,7 +495,7 @@ inline std::string CheckMalformedOtherRequests(Context& c) {
                std::string(r.function) + " with bytes that are not a " + r.message);
     tried += (tried.empty() ? "" : ", ") + std::string(r.function);
   }
-  if (tried.empty()) throw Skip{"no resize, partitioner or provider calls"};
+  if (tried.empty()) throw Skip{"no calls with a request but launch and stop"};
   return "INVALID_ARGUMENT from " + tried;
 }
 

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "tessera/plugin/abi.h"
+#include "tessera/plugin/abi_calls.h"
 #include "tessera/plugin/handshake.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/v1/plugin.pb.h"
@@ -71,8 +72,16 @@ class FakeHost {
   // the two. Runs on the calling thread.
   using CallObserver =
       std::function<void(std::string_view call, uint64_t id, bool done, int64_t elapsed_us)>;
-  // The calls that take request bytes, for SendRequestBytes.
-  enum class RequestCall { kLaunch, kStop, kResize, kApplyMigLayout, kProvision, kDeprovision };
+  // The calls that take request bytes, for SendRequestBytes: one per REQUEST or REQUEST_REPLY
+  // row of abi_calls.h (kLaunch, kStop, kResize, kApplyMigLayout, kProvision, kDeprovision).
+  enum class RequestCall {
+#define TESSERA_FAKE_HOST_NO_REQUEST(...)
+#define TESSERA_FAKE_HOST_REQUEST_CALL(name, Method, ...) k##Method,
+    TESSERA_PLUGIN_CALLS(TESSERA_FAKE_HOST_NO_REQUEST, TESSERA_FAKE_HOST_REQUEST_CALL,
+                         TESSERA_FAKE_HOST_REQUEST_CALL)
+#undef TESSERA_FAKE_HOST_REQUEST_CALL
+#undef TESSERA_FAKE_HOST_NO_REQUEST
+  };
 
   // Where the virtual clock starts: 2023-11-14T22:13:20Z.
   static constexpr int64_t kDefaultStartUs = 1'700'000'000'000'000;
@@ -156,85 +165,57 @@ class FakeHost {
     shut_down_.store(true);
   }
 
-  PluginStatus Inventory(v1::Inventory* out) {
-    return Reply("inventory", descriptor_.tessera_plugin_on_inventory, out);
+  // One typed method per call of abi_calls.h, named and typed as the Plugin method that serves
+  // it (plugin.h): Inventory(v1::Inventory* out), Launch(const v1::LaunchTask&), ...,
+  // Provision(const v1::ProvisionRequest&, v1::ProvisionResult* out). Each serializes the
+  // request, calls the plugin and parses what it wrote into *out (out may be NULL; the reply is
+  // parsed all the same). PollEvents also records the events it returns, after any emitted
+  // earlier.
+#define TESSERA_FAKE_HOST_REPLY(name, Method, opcode, kind, need, Reply)                      \
+  PluginStatus Method(v1::Reply* out) {                                                       \
+    std::string bytes;                                                                        \
+    PluginStatus status = CallWithReply(#name, descriptor_.tessera_plugin_on_##name, &bytes); \
+    return status.ok() ? ParseReply(#name, bytes, out) : status;                              \
   }
-  PluginStatus Launch(const v1::LaunchTask& request) {
-    return SendRequestBytes(RequestCall::kLaunch, request.SerializeAsString());
+#define TESSERA_FAKE_HOST_REQUEST(name, Method, opcode, kind, need, Request) \
+  PluginStatus Method(const v1::Request& request) {                          \
+    return CallWithRequest(#name, descriptor_.tessera_plugin_on_##name,      \
+                           request.SerializeAsString());                     \
   }
-  PluginStatus Stop(const v1::StopTask& request) {
-    return SendRequestBytes(RequestCall::kStop, request.SerializeAsString());
+#define TESSERA_FAKE_HOST_REQUEST_REPLY(name, Method, opcode, kind, need, Request, Reply)      \
+  PluginStatus Method(const v1::Request& request, v1::Reply* out) {                            \
+    std::string bytes;                                                                         \
+    PluginStatus status = CallWithRequestAndReply(#name, descriptor_.tessera_plugin_on_##name, \
+                                                  request.SerializeAsString(), &bytes);        \
+    return status.ok() ? ParseReply(#name, bytes, out) : status;                               \
   }
-  PluginStatus Resize(const v1::ResizeJob& request) {
-    return SendRequestBytes(RequestCall::kResize, request.SerializeAsString());
-  }
-  // The events are also recorded, after any emitted earlier.
-  PluginStatus PollEvents(v1::BackendEvents* out) {
-    v1::BackendEvents events;
-    PluginStatus status = Reply("poll_events", descriptor_.tessera_plugin_on_poll_events, &events);
-    if (!status.ok()) return status;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const v1::BackendEvent& event : events.events()) events_.push_back(event);
-    }
-    if (events.events_size() > 0) event_arrived_.notify_all();
-    if (out != nullptr) *out = std::move(events);
-    return status;
-  }
-  PluginStatus Reconcile(v1::LiveTasks* out) {
-    return Reply("reconcile", descriptor_.tessera_plugin_on_reconcile, out);
-  }
-  PluginStatus Telemetry(v1::TelemetryBatch* out) {
-    return Reply("telemetry", descriptor_.tessera_plugin_on_telemetry, out);
-  }
-  PluginStatus ApplyMigLayout(const v1::MigLayoutRequest& request) {
-    return SendRequestBytes(RequestCall::kApplyMigLayout, request.SerializeAsString());
-  }
-  PluginStatus Provision(const v1::ProvisionRequest& request, v1::ProvisionResult* out) {
-    std::string reply;
-    PluginStatus status = CallProvision(request.SerializeAsString(), &reply);
-    if (!status.ok()) return status;
-    v1::ProvisionResult result;
-    if (!result.ParseFromString(reply)) return MalformedReply("provision");
-    if (out != nullptr) *out = std::move(result);
-    return status;
-  }
-  PluginStatus Deprovision(const v1::DeprovisionRequest& request) {
-    return SendRequestBytes(RequestCall::kDeprovision, request.SerializeAsString());
-  }
+  TESSERA_PLUGIN_CALLS(TESSERA_FAKE_HOST_REPLY, TESSERA_FAKE_HOST_REQUEST,
+                       TESSERA_FAKE_HOST_REQUEST_REPLY)
+#undef TESSERA_FAKE_HOST_REQUEST_REPLY
+#undef TESSERA_FAKE_HOST_REQUEST
+#undef TESSERA_FAKE_HOST_REPLY
 
-  // Sends `bytes` as they are (say, malformed on purpose) to a call that takes a request.
-  // Provision's reply is discarded.
+  // Sends `bytes` as they are (say, malformed on purpose) to a call that takes a request. A
+  // reply (Provision's) is discarded unparsed.
   PluginStatus SendRequestBytes(RequestCall call, std::string_view bytes) {
-    using Fn = tessera_status (*)(tessera_plugin_instance*, tessera_bytes, tessera_sink*);
-    const char* name = nullptr;
-    Fn fn = nullptr;
+    std::string ignored;
     switch (call) {
-      case RequestCall::kLaunch:
-        name = "launch", fn = descriptor_.tessera_plugin_on_launch;
-        break;
-      case RequestCall::kStop:
-        name = "stop", fn = descriptor_.tessera_plugin_on_stop;
-        break;
-      case RequestCall::kResize:
-        name = "resize", fn = descriptor_.tessera_plugin_on_resize;
-        break;
-      case RequestCall::kApplyMigLayout:
-        name = "apply_mig_layout", fn = descriptor_.tessera_plugin_on_apply_mig_layout;
-        break;
-      case RequestCall::kDeprovision:
-        name = "deprovision", fn = descriptor_.tessera_plugin_on_deprovision;
-        break;
-      case RequestCall::kProvision: {
-        std::string ignored;
-        return CallProvision(bytes, &ignored);
-      }
+#define TESSERA_FAKE_HOST_NO_REQUEST(...)
+#define TESSERA_FAKE_HOST_SEND_REQUEST(name, Method, ...) \
+  case RequestCall::k##Method:                            \
+    return CallWithRequest(#name, descriptor_.tessera_plugin_on_##name, bytes);
+#define TESSERA_FAKE_HOST_SEND_REQUEST_REPLY(name, Method, ...) \
+  case RequestCall::k##Method:                                  \
+    return CallWithRequestAndReply(#name, descriptor_.tessera_plugin_on_##name, bytes, &ignored);
+      TESSERA_PLUGIN_CALLS(TESSERA_FAKE_HOST_NO_REQUEST, TESSERA_FAKE_HOST_SEND_REQUEST,
+                           TESSERA_FAKE_HOST_SEND_REQUEST_REPLY)
+#undef TESSERA_FAKE_HOST_SEND_REQUEST_REPLY
+#undef TESSERA_FAKE_HOST_SEND_REQUEST
+#undef TESSERA_FAKE_HOST_NO_REQUEST
     }
-    if (PluginStatus ready = Ready(name, fn != nullptr); !ready.ok()) return ready;
-    Sink error;
-    const tessera_bytes request{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
-    const tessera_status code = Timed(name, [&] { return fn(instance_, request, &error.sink); });
-    return Finish(name, code, error);
+    return PluginStatus::Error(
+        TESSERA_INVALID_ARGUMENT,
+        "send_request_bytes: unknown call " + std::to_string(static_cast<int>(call)));
   }
 
   // The virtual clock the plugin reads.
@@ -391,34 +372,64 @@ class FakeHost {
         code, error.bytes.empty() ? std::string(name) + ": failed with no message" : error.bytes);
   }
 
-  template <typename Message>
-  PluginStatus Reply(const char* name,
-                     tessera_status (*fn)(tessera_plugin_instance*, tessera_sink*, tessera_sink*),
-                     Message* out) {
+  // The three shapes of call (abi_calls.h): each checks the plugin has the function and an
+  // instance, times the call, and returns the plugin's status with the bytes it wrote.
+  using ReplyFn = tessera_status (*)(tessera_plugin_instance*, tessera_sink*, tessera_sink*);
+  using RequestFn = tessera_status (*)(tessera_plugin_instance*, tessera_bytes, tessera_sink*);
+  using RequestReplyFn = tessera_status (*)(tessera_plugin_instance*, tessera_bytes, tessera_sink*,
+                                            tessera_sink*);
+
+  PluginStatus CallWithReply(const char* name, ReplyFn fn, std::string* reply_bytes) {
     if (PluginStatus ready = Ready(name, fn != nullptr); !ready.ok()) return ready;
     Sink reply;
     Sink error;
     const tessera_status code =
         Timed(name, [&] { return fn(instance_, &reply.sink, &error.sink); });
     PluginStatus status = Finish(name, code, error, &reply);
-    if (!status.ok()) return status;
-    Message message;
-    if (!message.ParseFromString(reply.bytes)) return MalformedReply(name);
-    if (out != nullptr) *out = std::move(message);
+    if (status.ok()) *reply_bytes = std::move(reply.bytes);
     return status;
   }
 
-  PluginStatus CallProvision(std::string_view bytes, std::string* reply_bytes) {
-    auto fn = descriptor_.tessera_plugin_on_provision;
-    if (PluginStatus ready = Ready("provision", fn != nullptr); !ready.ok()) return ready;
+  PluginStatus CallWithRequest(const char* name, RequestFn fn, std::string_view bytes) {
+    if (PluginStatus ready = Ready(name, fn != nullptr); !ready.ok()) return ready;
+    Sink error;
+    const tessera_bytes request{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
+    const tessera_status code = Timed(name, [&] { return fn(instance_, request, &error.sink); });
+    return Finish(name, code, error);
+  }
+
+  PluginStatus CallWithRequestAndReply(const char* name, RequestReplyFn fn, std::string_view bytes,
+                                       std::string* reply_bytes) {
+    if (PluginStatus ready = Ready(name, fn != nullptr); !ready.ok()) return ready;
     Sink reply;
     Sink error;
     const tessera_bytes request{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
     const tessera_status code =
-        Timed("provision", [&] { return fn(instance_, request, &reply.sink, &error.sink); });
-    PluginStatus status = Finish("provision", code, error, &reply);
+        Timed(name, [&] { return fn(instance_, request, &reply.sink, &error.sink); });
+    PluginStatus status = Finish(name, code, error, &reply);
     if (status.ok()) *reply_bytes = std::move(reply.bytes);
     return status;
+  }
+
+  // Parses what call `name` wrote as a Message into *out (when out is not NULL), recording it
+  // first if it is a kind of reply FakeHost records.
+  template <typename Message>
+  PluginStatus ParseReply(const char* name, const std::string& bytes, Message* out) {
+    Message message;
+    if (!message.ParseFromString(bytes)) return MalformedReply(name);
+    Record(message);
+    if (out != nullptr) *out = std::move(message);
+    return PluginStatus::Ok();
+  }
+
+  // What a reply adds to the records: the events PollEvents returns; nothing for the others.
+  void Record(const google::protobuf::MessageLite&) {}
+  void Record(const v1::BackendEvents& events) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const v1::BackendEvent& event : events.events()) events_.push_back(event);
+    }
+    if (events.events_size() > 0) event_arrived_.notify_all();
   }
 
   void Violation(std::string what) {

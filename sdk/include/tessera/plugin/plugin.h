@@ -48,6 +48,7 @@
 #include <utility>
 
 #include "tessera/plugin/abi.h"
+#include "tessera/plugin/abi_calls.h"
 #include "tessera/v1/plugin.pb.h"
 
 namespace tessera::plugin {
@@ -115,6 +116,8 @@ class Host {
   const tessera_host_api* api_ = nullptr;
 };
 
+// A backend. Each call of abi.h after on_init is one virtual method here, named in the call's row
+// of abi_calls.h; the descriptor's trampolines call it.
 class Plugin {
  public:
   explicit Plugin(Host host) : host_(host) {}
@@ -218,6 +221,17 @@ tessera_status WithReply(tessera_sink* out, tessera_sink* error, Call&& call) {
   });
 }
 
+template <typename Request, typename Reply, typename Call>
+tessera_status WithRequestAndReply(tessera_bytes bytes, tessera_sink* out, tessera_sink* error,
+                                   const char* what, Call&& call) {
+  return WithRequest<Request>(bytes, error, what, [&](const Request& request) {
+    Reply reply;
+    PluginStatus status = call(request, &reply);
+    if (status.ok()) Write(out, reply.SerializeAsString());
+    return status;
+  });
+}
+
 // The descriptor of plugin class T; one per plugin library.
 template <typename T>
 const tessera_plugin_descriptor* Describe(const char* name, const char* version, uint32_t kinds) {
@@ -253,69 +267,36 @@ const tessera_plugin_descriptor* Describe(const char* name, const char* version,
       } catch (...) {
       }
     };
-    if (kinds & TESSERA_PLUGIN_KIND_EXECUTOR) {
-      d.tessera_plugin_on_inventory = [](tessera_plugin_instance* i, tessera_sink* out,
-                                         tessera_sink* error) {
-        return WithReply<v1::Inventory>(out, error,
-                                        [&](v1::Inventory* r) { return Of(i).Inventory(r); });
-      };
-      d.tessera_plugin_on_launch = [](tessera_plugin_instance* i, tessera_bytes request,
-                                      tessera_sink* error) {
-        return WithRequest<v1::LaunchTask>(
-            request, error, "launch", [&](const v1::LaunchTask& r) { return Of(i).Launch(r); });
-      };
-      d.tessera_plugin_on_stop = [](tessera_plugin_instance* i, tessera_bytes request,
-                                    tessera_sink* error) {
-        return WithRequest<v1::StopTask>(request, error, "stop",
-                                         [&](const v1::StopTask& r) { return Of(i).Stop(r); });
-      };
-      d.tessera_plugin_on_resize = [](tessera_plugin_instance* i, tessera_bytes request,
-                                      tessera_sink* error) {
-        return WithRequest<v1::ResizeJob>(request, error, "resize",
-                                          [&](const v1::ResizeJob& r) { return Of(i).Resize(r); });
-      };
-      d.tessera_plugin_on_poll_events = [](tessera_plugin_instance* i, tessera_sink* out,
-                                           tessera_sink* error) {
-        return WithReply<v1::BackendEvents>(
-            out, error, [&](v1::BackendEvents* r) { return Of(i).PollEvents(r); });
-      };
-      d.tessera_plugin_on_reconcile = [](tessera_plugin_instance* i, tessera_sink* out,
-                                         tessera_sink* error) {
-        return WithReply<v1::LiveTasks>(out, error,
-                                        [&](v1::LiveTasks* r) { return Of(i).Reconcile(r); });
-      };
-      d.tessera_plugin_on_telemetry = [](tessera_plugin_instance* i, tessera_sink* out,
-                                         tessera_sink* error) {
-        return WithReply<v1::TelemetryBatch>(
-            out, error, [&](v1::TelemetryBatch* r) { return Of(i).Telemetry(r); });
-      };
-    }
-    if (kinds & TESSERA_PLUGIN_KIND_PARTITIONER) {
-      d.tessera_plugin_on_apply_mig_layout = [](tessera_plugin_instance* i, tessera_bytes request,
-                                                tessera_sink* error) {
-        return WithRequest<v1::MigLayoutRequest>(
-            request, error, "apply_mig_layout",
-            [&](const v1::MigLayoutRequest& r) { return Of(i).ApplyMigLayout(r); });
-      };
-    }
-    if (kinds & TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER) {
-      d.tessera_plugin_on_provision = [](tessera_plugin_instance* i, tessera_bytes request,
-                                         tessera_sink* out, tessera_sink* error) {
-        return WithRequest<v1::ProvisionRequest>(
-            request, error, "provision", [&](const v1::ProvisionRequest& r) {
-              v1::ProvisionResult result;
-              PluginStatus status = Of(i).Provision(r, &result);
-              if (status.ok()) Write(out, result.SerializeAsString());
-              return status;
-            });
-      };
-      d.tessera_plugin_on_deprovision = [](tessera_plugin_instance* i, tessera_bytes request,
-                                           tessera_sink* error) {
-        return WithRequest<v1::DeprovisionRequest>(
-            request, error, "deprovision",
-            [&](const v1::DeprovisionRequest& r) { return Of(i).Deprovision(r); });
-      };
-    }
+    // Then one trampoline per call of abi_calls.h, for the kinds the plugin declares: it
+    // decodes the request, calls the Plugin method, and encodes the reply.
+#define TESSERA_SDK_REPLY(name, Method, opcode, kind, need, Reply)                            \
+  if (kinds & TESSERA_PLUGIN_KIND_##kind) {                                                   \
+    d.tessera_plugin_on_##name = [](tessera_plugin_instance* i, tessera_sink* out,            \
+                                    tessera_sink* error) {                                    \
+      return WithReply<v1::Reply>(out, error, [&](v1::Reply* r) { return Of(i).Method(r); }); \
+    };                                                                                        \
+  }
+#define TESSERA_SDK_REQUEST(name, Method, opcode, kind, need, Request)                        \
+  if (kinds & TESSERA_PLUGIN_KIND_##kind) {                                                   \
+    d.tessera_plugin_on_##name = [](tessera_plugin_instance* i, tessera_bytes request,        \
+                                    tessera_sink* error) {                                    \
+      return WithRequest<v1::Request>(request, error, #name,                                  \
+                                      [&](const v1::Request& r) { return Of(i).Method(r); }); \
+    };                                                                                        \
+  }
+#define TESSERA_SDK_REQUEST_REPLY(name, Method, opcode, kind, need, Request, Reply)        \
+  if (kinds & TESSERA_PLUGIN_KIND_##kind) {                                                \
+    d.tessera_plugin_on_##name = [](tessera_plugin_instance* i, tessera_bytes request,     \
+                                    tessera_sink* out, tessera_sink* error) {              \
+      return WithRequestAndReply<v1::Request, v1::Reply>(                                  \
+          request, out, error, #name,                                                      \
+          [&](const v1::Request& r, v1::Reply* reply) { return Of(i).Method(r, reply); }); \
+    };                                                                                     \
+  }
+    TESSERA_PLUGIN_CALLS(TESSERA_SDK_REPLY, TESSERA_SDK_REQUEST, TESSERA_SDK_REQUEST_REPLY)
+#undef TESSERA_SDK_REQUEST_REPLY
+#undef TESSERA_SDK_REQUEST
+#undef TESSERA_SDK_REPLY
     return d;
   }();
   return &descriptor;
