@@ -24,8 +24,14 @@ constexpr const char* kExitStatusSuffix = ".exit";
 // $0 is the name ps shows, $1 the exit status file, the rest the command. A trapped signal (not
 // an ignored one) is reset to its default in the command, and the trap runs only once the
 // foreground command has ended, so the wrapper outlives the command and records how it ended.
+// A signal that reaches the wrapper before the command has started (a stop sent just after the
+// launch) would otherwise be lost, and the command run to its end or its kill: the trap notes
+// it, and the command is then not started, the wrapper ending as the signal would have ended
+// it (128 + its number). The window left is between that check and the command's exec.
 constexpr const char* kWrapperScript =
-    "f=$1; shift; trap : TERM INT HUP; \"$@\"; code=$?; echo \"$code\" >\"$f\"; exit \"$code\"";
+    "f=$1; shift; early=; trap 'early=143' TERM; trap 'early=130' INT; trap 'early=129' HUP; "
+    "if [ -n \"$early\" ]; then code=$early; else \"$@\"; code=$?; fi; "
+    "echo \"$code\" >\"$f\"; exit \"$code\"";
 
 std::string RecordPath(const std::string& dir, const v1::TaskRef& ref) {
   return dir + "/" + TaskStem(ref) + kRecordSuffix;

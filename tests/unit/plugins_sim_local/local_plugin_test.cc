@@ -144,8 +144,11 @@ TEST_CASE("local: a task's exit code is reported, its log written, its record re
 TEST_CASE("local: a stopped task gets SIGTERM and its exit is reported") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
-  REQUIRE(host->Launch(Shell(2, "exec sleep 30")).ok());
+  // Stopped once the command runs: a stop in the instant before its exec can be lost (the
+  // local backend's README, Tasks).
+  REQUIRE(host->Launch(Shell(2, "echo ready; exec sleep 30")).ok());
   AwaitStarted(*host, 2);
+  REQUIRE(AwaitText(LogPath(dir, 2), "ready"));
   CHECK(LiveJobs(*host) == std::vector<uint64_t>{2});
   const auto start = std::chrono::steady_clock::now();
   REQUIRE(host->Stop(StopOf(2, 5'000)).ok());
@@ -223,8 +226,9 @@ TEST_CASE("local: a task sees its GPUs in CUDA_VISIBLE_DEVICES and its env") {
 TEST_CASE("local: after a restart a new instance finds the running task and can stop it") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> first = StartLocal(Config(dir));
-  REQUIRE(first->Launch(Shell(7, "exec sleep 30")).ok());
+  REQUIRE(first->Launch(Shell(7, "echo ready; exec sleep 30")).ok());
   AwaitStarted(*first, 7);
+  REQUIRE(AwaitText(LogPath(dir, 7), "ready"));
   first.reset();  // shuts the instance down and unloads the library; the task keeps running.
   REQUIRE(std::filesystem::exists(dir.path() / "tasks" / "7-1-0.task"));
 
