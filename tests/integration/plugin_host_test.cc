@@ -171,19 +171,58 @@ TEST_CASE("plugin host, in process: a hung launch is abandoned at its deadline; 
   CHECK(MustGet(s, next).status().state() == v1::PENDING);
 }
 
+TEST_CASE("plugin host: an error from one launch fails only that launch") {
+  for (const Hosting hosting : kHostings) {
+    INFO(Name(hosting));
+    // Job 1's first launch fails; job 2's runs.
+    auto t = Open(WithPlugin("test_backend", "nodes=1\nlaunch_error_job=1", hosting));
+    Scheduler* s = t.scheduler.get();
+    const uint64_t failed = MustSubmit(s, JobSpecBuilder("default").Gpus(4).Build()).id();
+    const uint64_t other = MustSubmit(s, JobSpecBuilder("default").Gpus(4).Build()).id();
+    REQUIRE(failed == 1);
+    t->WaitIdle();
+    // The failed launch was placed again, without spending an attempt, and now runs.
+    const v1::Job again = MustGet(s, failed);
+    CHECK(again.status().state() == v1::RUNNING);
+    CHECK(again.status().attempt() == 2);
+    CHECK(again.status().losses() == 0);
+    const v1::Job untouched = MustGet(s, other);
+    CHECK(untouched.status().state() == v1::RUNNING);
+    CHECK(untouched.status().attempt() == 1);
+    auto backends = s->ListBackends();
+    REQUIRE(backends.ok());
+    CHECK(backends->at(0).healthy());
+    auto nodes = s->ListNodes();
+    REQUIRE(nodes.ok());
+    CHECK_FALSE(nodes->at(0).status().cordoned());
+  }
+}
+
 TEST_CASE(
-    "plugin host, in process: an error from a launch and malformed event bytes mark the plugin "
-    "unhealthy") {
-  {
-    auto t = Open(WithPlugin("test_backend", "launch_error=1"));
+    "plugin host, in process: errors in a row past max_consecutive_errors and malformed event "
+    "bytes mark the plugin unhealthy") {
+  for (const int max_errors : {1, 3}) {
+    INFO("max_consecutive_errors " << max_errors);
+    Options options = WithPlugin("test_backend", "launch_error=1");
+    options.executor_plugin->max_consecutive_errors = max_errors;
+    auto t = Open(options);
     Scheduler* s = t.scheduler.get();
     const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
     t->WaitIdle();
     const v1::Job j = MustGet(s, job);
     CHECK(j.status().state() == v1::PENDING);
-    // Lost once with the backend, which spends none of its attempts.
+    // Each failed launch was placed again, and the loss with the backend too, none spending an
+    // attempt: max_errors launches, then one more requeue.
     CHECK(j.status().losses() == 0);
-    CHECK(j.status().attempt() == 2);
+    CHECK(j.status().attempt() == max_errors + 1);
+    auto backends = s->ListBackends();
+    REQUIRE(backends.ok());
+    CHECK_FALSE(backends->at(0).healthy());
+    CHECK(backends->at(0).unhealthy_reason().find("launch_error: set") != std::string::npos);
+    if (max_errors > 1) {
+      CHECK(backends->at(0).unhealthy_reason().find("3 failed calls in a row") !=
+            std::string::npos);
+    }
   }
   {
     auto t = Open(WithPlugin("raw3"));

@@ -4,6 +4,8 @@
 //   prefix=NAME          the nodes are named NAME-0, NAME-1, ... (default "test")
 //   launch_delay_ms=MS   on_launch sleeps this long (a slow or hung plugin)
 //   launch_error=1       on_launch fails with UNAVAILABLE
+//   launch_error_job=J   on_launch of job J's first attempt fails with UNAVAILABLE (later
+//                        attempts, and other jobs, run normally)
 //   reject=1             on_init refuses the config
 //   xid_gpu=G            the first on_telemetry reports XID 79 (fallen off the bus) on GPU G of
 //                        node <prefix>-0
@@ -51,6 +53,8 @@ class TestBackend : public tessera::plugin::Plugin {
         launch_delay_ms_ = value;
       else if (key == "launch_error")
         launch_error_ = value != 0;
+      else if (key == "launch_error_job")
+        launch_error_job_ = static_cast<uint64_t>(value);
       else if (key == "crash_on_job")
         crash_on_job_ = static_cast<uint64_t>(value);
       else if (key == "leftover_job")
@@ -96,6 +100,10 @@ class TestBackend : public tessera::plugin::Plugin {
     if (launch_delay_ms_ > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(launch_delay_ms_));
     if (launch_error_) return PluginStatus::Error(TESSERA_UNAVAILABLE, "launch_error: set");
+    if (launch_error_job_ != 0 && request.ref().job() == launch_error_job_ &&
+        request.ref().attempt() == 1) {
+      return PluginStatus::Error(TESSERA_UNAVAILABLE, "launch_error_job: this job's first attempt");
+    }
     if (crash_on_job_ != 0 && request.ref().job() == crash_on_job_ &&
         request.ref().attempt() == 1) {
       std::abort();
@@ -188,6 +196,7 @@ class TestBackend : public tessera::plugin::Plugin {
   int xid_gpu_ = -1;
   bool xid_reported_ = false;
   uint64_t crash_on_job_ = 0;
+  uint64_t launch_error_job_ = 0;
   uint64_t leftover_job_ = 0;
   int32_t leftover_attempt_ = 1;
   long stop_delay_ms_ = 0;

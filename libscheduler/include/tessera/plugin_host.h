@@ -8,9 +8,10 @@
 // versions in the message; a newer minor version is accepted.
 //
 // Every call into a plugin runs on a worker thread of that plugin with a deadline. A plugin
-// whose call fails, returns bytes that do not parse, or does not answer within its deadline is
-// marked unhealthy: it gets no more calls, its nodes are cordoned, the tasks it was asked to
-// launch fail, and the scheduler keeps deciding. A hung call is abandoned, never waited for.
+// whose calls keep failing (PluginOptions::max_consecutive_errors in a row), or that returns
+// bytes that do not parse, or does not answer within its deadline, is marked unhealthy: it gets no
+// more calls, its nodes are cordoned, the tasks it was asked to launch fail, and the scheduler
+// keeps deciding. A hung call is abandoned, never waited for.
 //
 // An isolated plugin (PluginOptions::isolate) runs in a tessera-plugin-host process of its own,
 // so that a crash, a leak or a stuck call cannot take the scheduler down. When it turns
@@ -50,6 +51,14 @@ struct PluginOptions {
   // Restarts of an isolated plugin allowed within any minute (default 3); a plugin that fails
   // more often stays unhealthy until the scheduler is reopened. 0: never restart.
   int max_restarts_per_minute = 3;
+  // Calls of one kind (launches, stops, polls, ...) in a row that may return an error before the
+  // plugin is marked unhealthy (default 3;
+  // >= 1; 1 is the first error). Until then an error fails only its own request: a launch is
+  // reported lost and its job placed again without spending an attempt; a stop, resize or
+  // re-partition is logged; a poll or telemetry read is asked again. A call of that kind that
+  // succeeds starts its count again. A hung call, a crash or bytes that do not parse mark the
+  // plugin unhealthy at once.
+  int max_consecutive_errors = 3;
 };
 
 // One backend of a scheduler's set (Options::backends): a plugin that runs tasks on the nodes

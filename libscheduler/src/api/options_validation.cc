@@ -92,7 +92,8 @@ Status ValidatePlugin(const PluginOptions& p, const std::string& field) {
   if (p.plugin.empty()) return Invalid(field + "plugin", "must not be empty");
   TESSERA_RETURN_IF_ERROR(AtLeast(p.call_deadline.count(), 1, field + "call_deadline", " ms"));
   TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval.count(), 1, field + "poll_interval", " ms"));
-  return AtLeast(p.max_restarts_per_minute, 0, field + "max_restarts_per_minute");
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.max_restarts_per_minute, 0, field + "max_restarts_per_minute"));
+  return AtLeast(p.max_consecutive_errors, 1, field + "max_consecutive_errors");
 }
 
 Status ValidateExecutor(const Options& o) {

@@ -96,6 +96,7 @@ Status ValidateBackend(const v1::BackendConfig& p, const std::string& field) {
   TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval_ms(), 1, field + "poll_interval_ms"));
   TESSERA_RETURN_IF_ERROR(
       AtLeast(p.max_restarts_per_minute(), 0, field + "max_restarts_per_minute"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.max_consecutive_errors(), 1, field + "max_consecutive_errors"));
   for (int j = 0; j < p.partitions_size(); ++j) {
     if (p.partitions(j).empty()) {
       return Invalid(field + "partitions[" + Num(j) + "]", "must not be empty");
@@ -262,6 +263,8 @@ void ApplyBackendDefaults(v1::BackendConfig* p) {
     p->set_poll_interval_ms(static_cast<int64_t>(plugin.poll_interval.count()));
   if (!p->has_max_restarts_per_minute())
     p->set_max_restarts_per_minute(static_cast<int32_t>(plugin.max_restarts_per_minute));
+  if (!p->has_max_consecutive_errors())
+    p->set_max_consecutive_errors(static_cast<int32_t>(plugin.max_consecutive_errors));
 }
 
 }  // namespace
@@ -424,6 +427,7 @@ BackendOptions BackendOptionsOf(const v1::BackendConfig& p) {
   b.plugin.isolate = p.isolate();
   b.plugin.host_executable = p.host_executable();
   b.plugin.max_restarts_per_minute = p.max_restarts_per_minute();
+  b.plugin.max_consecutive_errors = p.max_consecutive_errors();
   b.partitions.assign(p.partitions().begin(), p.partitions().end());
   return b;
 }

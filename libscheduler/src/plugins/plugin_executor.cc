@@ -1,5 +1,7 @@
 #include "plugins/plugin_executor.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 
 #include "common/log.h"
@@ -49,15 +51,18 @@ std::string CallError(const PluginInfo& info, const std::string& what, tessera_s
 // Calls `fn`, a function that writes a reply (inventory, live tasks, events, telemetry: the
 // REPLY rows of abi_calls.h), and parses what it wrote into `reply`: the plugin's own status and
 // message when it failed, INVALID_ARGUMENT when what it wrote is not a `reply`, else OK.
+// `*malformed` (when given) says which of the two failures it was.
 Status CallForReply(tessera_status (*fn)(tessera_plugin_instance*, tessera_sink*, tessera_sink*),
                     tessera_plugin_instance* instance, const PluginInfo& info,
-                    const std::string& what, google::protobuf::MessageLite* reply) {
+                    const std::string& what, google::protobuf::MessageLite* reply,
+                    bool* malformed = nullptr) {
   StringSink out, error;
   const tessera_status code = fn(instance, &out.sink, &error.sink);
   if (code != TESSERA_OK) {
     return Status(static_cast<StatusCode>(code), CallError(info, what, code, error.bytes));
   }
   if (!reply->ParseFromString(out.bytes)) {
+    if (malformed != nullptr) *malformed = true;
     return InvalidArgumentError("plugin '" + info.name + "': " + what +
                                 " wrote bytes that are not a " + reply->GetTypeName());
   }
@@ -106,6 +111,56 @@ struct PluginExecutor::Shared {
   void Post(std::function<void()> fn) {
     std::lock_guard<std::mutex> lock(mu);
     if (!closed) wiring.post(std::move(fn));
+  }
+
+  // Calls of each kind ("on_launch", "on_poll_events", ...) in a row that returned an error; a
+  // call of that kind that succeeds resets its count (polls that succeed say nothing about
+  // launches that keep failing). Any thread.
+  std::mutex errors_mu;
+  std::map<std::string, int> errors_in_a_row;  // guarded by errors_mu.
+  int max_errors_in_a_row = 1;
+
+  // A call `what` returned an error: only its own request fails (`request_failed`, when given,
+  // runs on the strand), until max_errors_in_a_row of that kind in a row mark the plugin
+  // unhealthy.
+  void CallFailed(const std::string& what, const std::string& why,
+                  std::function<void()> request_failed) {
+    // A call that failed because the plugin's process is gone is the crash, not the request.
+    if (library->lost()) {
+      MarkUnhealthy(why);
+      return;
+    }
+    int n = 0;
+    {
+      std::lock_guard<std::mutex> lock(errors_mu);
+      n = ++errors_in_a_row[what];
+    }
+    if (n >= max_errors_in_a_row) {
+      MarkUnhealthy(n == 1 ? why : why + " (" + std::to_string(n) + " failed calls in a row)");
+      return;
+    }
+    LogWarning(wiring.log, "{} (failed call {} in a row; at {} the plugin is marked unhealthy)",
+               why, n, max_errors_in_a_row);
+    if (request_failed) Post(std::move(request_failed));
+  }
+  void CallSucceeded(const std::string& what) {
+    std::lock_guard<std::mutex> lock(errors_mu);
+    errors_in_a_row.erase(what);
+  }
+
+  // A reply call (poll, telemetry, inventory) ended with `read`: bytes that do not parse mark
+  // the plugin unhealthy at once, an error counts as a failed call. True when it succeeded.
+  bool TakeReply(const std::string& what, const Status& read, bool malformed) {
+    if (read.ok()) {
+      CallSucceeded(what);
+      return true;
+    }
+    if (malformed) {
+      MarkUnhealthy(read.message());
+    } else {
+      CallFailed(what, read.message(), nullptr);
+    }
+    return false;
   }
 
   void MarkUnhealthy(const std::string& why) {
@@ -161,6 +216,7 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   shared_->library = library_;
   shared_->wiring = std::move(wiring);
   shared_->unhealthy = &unhealthy_;
+  shared_->max_errors_in_a_row = std::max(1, options_.max_consecutive_errors);
   tessera_host_api& host = shared_->host;
   host.struct_size = sizeof(tessera_host_api);
   host.context = shared_.get();
@@ -309,23 +365,30 @@ StatusOr<std::vector<TaskRef>> PluginExecutor::LoadLiveTasks() {
 void PluginExecutor::PostRequest(const std::string& what,
                                  tessera_status (*const* call)(tessera_plugin_instance*,
                                                                tessera_bytes, tessera_sink*),
-                                 std::string request, std::function<void()> on_failure) {
+                                 std::string request, std::function<void()> on_failure,
+                                 std::function<void(const std::string& why)> on_error) {
   std::shared_ptr<Shared> shared = shared_;
-  auto fail = [shared, on_failure](const std::string& why) {
-    shared->MarkUnhealthy(why);
-    if (on_failure) shared->Post(on_failure);
-  };
   if (unhealthy_ || *call == nullptr) {
     if (*call == nullptr)
       LogWarning(shared_->wiring.log, "plugin '{}' has no {}", library_->info().name, what);
     if (on_failure) shared->Post(on_failure);
     return;
   }
-  const bool queued = Queue(what, [shared, call, what, request = std::move(request), fail] {
-    StringSink error;
-    const tessera_status code = (*call)(shared->instance, Bytes(request), &error.sink);
-    if (code != TESSERA_OK) fail(CallError(shared->library->info(), what, code, error.bytes));
-  });
+  const bool queued =
+      Queue(what, [shared, call, what, request = std::move(request), on_failure, on_error] {
+        StringSink error;
+        const tessera_status code = (*call)(shared->instance, Bytes(request), &error.sink);
+        if (code == TESSERA_OK) {
+          shared->CallSucceeded(what);
+          return;
+        }
+        const std::string why = CallError(shared->library->info(), what, code, error.bytes);
+        shared->CallFailed(what, why,
+                           on_error ? std::function<void()>([on_error, why] { on_error(why); })
+                                    : std::function<void()>());
+        // The call that turned the plugin unhealthy fails as later ones do.
+        if (shared->unhealthy->load() && on_failure) shared->Post(on_failure);
+      });
   if (!queued && on_failure) shared->Post(on_failure);
 }
 
@@ -348,9 +411,12 @@ void PluginExecutor::Launch(const LaunchRequest& request) {
   launch.mutable_simulation()->set_exit_code(request.sim_exit_code);
   ExecutorEvents* events = shared_->wiring.events;
   const TaskRef ref = request.ref;
-  PostRequest("on_launch", &library_->descriptor().tessera_plugin_on_launch,
-              launch.SerializeAsString(),
-              [events, ref] { events->OnTaskExited(ref, kPluginFailedExitCode); });
+  PostRequest(
+      "on_launch", &library_->descriptor().tessera_plugin_on_launch, launch.SerializeAsString(),
+      [events, ref] { events->OnTaskExited(ref, kPluginFailedExitCode); },
+      // A launch the plugin failed (not refused with LAUNCH_REJECTED) never started: its job is
+      // placed again without spending an attempt.
+      [events, ref](const std::string& why) { events->OnTaskLost(ref, why); });
   PostPoll();
 }
 
@@ -387,13 +453,11 @@ void PluginExecutor::PostPoll() {
   std::shared_ptr<Shared> shared = shared_;
   Queue("on_poll_events", [shared] {
     v1::BackendEvents events;
+    bool malformed = false;
     const Status read =
         CallForReply(shared->library->descriptor().tessera_plugin_on_poll_events, shared->instance,
-                     shared->library->info(), "on_poll_events", &events);
-    if (!read.ok()) {
-      shared->MarkUnhealthy(read.message());
-      return;
-    }
+                     shared->library->info(), "on_poll_events", &events, &malformed);
+    if (!shared->TakeReply("on_poll_events", read, malformed)) return;
     for (const v1::BackendEvent& e : events.events()) shared->Deliver(e);
     // On a virtual clock nothing else would poll at the time the plugin named: ask the
     // engine's timers to. (On the real clock the poller thread covers it.)
@@ -409,13 +473,11 @@ void PluginExecutor::PostInventoryRead() {
   std::shared_ptr<Shared> shared = shared_;
   Queue("on_inventory", [shared] {
     auto inventory = std::make_shared<v1::Inventory>();
+    bool malformed = false;
     const Status read =
         CallForReply(shared->library->descriptor().tessera_plugin_on_inventory, shared->instance,
-                     shared->library->info(), "on_inventory", inventory.get());
-    if (!read.ok()) {
-      shared->MarkUnhealthy(read.message());
-      return;
-    }
+                     shared->library->info(), "on_inventory", inventory.get(), &malformed);
+    if (!shared->TakeReply("on_inventory", read, malformed)) return;
     shared->Post([shared, inventory] {
       if (shared->inventory_taken) shared->inventory_taken(*inventory);
     });
@@ -460,13 +522,11 @@ void PluginExecutor::PostTelemetry() {
   std::shared_ptr<Shared> shared = shared_;
   Queue("on_telemetry", [shared] {
     auto batch = std::make_shared<v1::TelemetryBatch>();
+    bool malformed = false;
     const Status read =
         CallForReply(shared->library->descriptor().tessera_plugin_on_telemetry, shared->instance,
-                     shared->library->info(), "on_telemetry", batch.get());
-    if (!read.ok()) {
-      shared->MarkUnhealthy(read.message());
-      return;
-    }
+                     shared->library->info(), "on_telemetry", batch.get(), &malformed);
+    if (!shared->TakeReply("on_telemetry", read, malformed)) return;
     if (batch->readings_size() == 0) return;
     auto deliver = shared->wiring.telemetry;
     shared->Post([batch, deliver] {

@@ -22,10 +22,14 @@
 // fixed by the strand's own order: the same inputs give the same decisions and event log. What
 // a plugin reports from threads of its own (emit_event) still arrives when it arrives.
 //
-// Health: a call that fails, hangs past its deadline, or returns bytes that do not parse marks
-// the plugin unhealthy once and for good (until the scheduler restarts it): Wiring::on_unhealthy
-// runs on the strand, later launches fail at once (the task exits with kPluginFailedExitCode),
-// and no further call is made.
+// Health: a call that hangs past its deadline, or returns bytes that do not parse, marks the
+// plugin unhealthy once and for good (until the scheduler restarts it), and so do
+// PluginOptions::max_consecutive_errors calls of one kind in a row that return an error. Until then
+// an error fails only its own request: a failed launch reports the task lost (its job is placed
+// again without spending an attempt); a failed stop, resize or re-partition is logged; a failed
+// poll, telemetry or inventory read is asked again at the next one. Once unhealthy,
+// Wiring::on_unhealthy runs on the strand, later launches fail at once (the task exits with
+// kPluginFailedExitCode), and no further call is made.
 #pragma once
 
 #include <atomic>
@@ -106,12 +110,15 @@ class PluginExecutor final : public Executor {
 
   PluginExecutor(std::shared_ptr<PluginLibrary> library, const PluginOptions& options,
                  Wiring wiring);
-  // Queues a call that sends `request` to `call`; on failure the plugin turns unhealthy and
-  // `on_failure` (if any) runs on the strand.
+  // Queues a call that sends `request` to `call`. An error fails this request only:
+  // `on_error(why)` (if any) runs on the strand, until PluginOptions::max_consecutive_errors
+  // errors in a row turn the plugin unhealthy. `on_failure` (if any) runs on the strand when the
+  // request cannot be made (the plugin is unhealthy, or turned so with this call).
   void PostRequest(const std::string& what,
                    tessera_status (*const* call)(tessera_plugin_instance*, tessera_bytes,
                                                  tessera_sink*),
-                   std::string request, std::function<void()> on_failure = nullptr);
+                   std::string request, std::function<void()> on_failure = nullptr,
+                   std::function<void(const std::string& why)> on_error = nullptr);
   // Hands `call` to the worker: queued on the real clock; on a virtual clock, queued and waited
   // for (within the call deadline). False when it was not queued (the worker is hung).
   bool Queue(std::string what, PluginWorker::Call call);

@@ -141,6 +141,8 @@ void PluginLibrary::Abandon() {
   if (process_) process_->Abandon();
 }
 
+bool PluginLibrary::lost() const { return process_ != nullptr && process_->lost(); }
+
 void PluginLibrary::SetOnLost(std::function<void(const std::string& why)> on_lost) {
   if (process_) process_->SetOnLost(std::move(on_lost));
 }

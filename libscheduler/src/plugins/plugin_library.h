@@ -70,6 +70,9 @@ class PluginLibrary {
   // the protocol. Never called for an in-process plugin.
   void SetOnLost(std::function<void(const std::string& why)> on_lost);
   bool isolated() const { return process_ != nullptr; }
+  // An isolated plugin's process is gone (it crashed, or broke the protocol): a call that failed
+  // then failed for that, not for the request. Set before the calls waiting on it return.
+  bool lost() const;
 
   // The plugin's descriptor, truncated to its struct_size (missing functions are NULL).
   const tessera_plugin_descriptor& descriptor() const { return descriptor_; }

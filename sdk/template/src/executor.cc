@@ -13,8 +13,9 @@
 //
 // Failing one task: a launch that cannot run (no such node or GPU) is logged and reported as a
 // LAUNCH_REJECTED event (not retryable: the request itself is wrong), and Launch returns Ok.
-// Returning an error instead would mark the whole plugin unhealthy (abi.h, "Failing one request"):
-// every node cordoned, every job requeued. Errors are for a broken plugin only.
+// Returning an error instead would place the job again and again, and a few errors in a row
+// mark the whole plugin unhealthy (abi.h): every node cordoned, every job requeued. Errors are
+// for a failing plugin only.
 //
 // Threads: the host calls one method at a time, except PollEvents and Telemetry, which may
 // overlap any call; the task table is guarded by a mutex for them.

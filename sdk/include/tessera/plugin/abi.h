@@ -17,19 +17,21 @@
  * a human-readable message (UTF-8, no terminator needed) to its `error` sink.
  *
  * Failing one request: a status other than TESSERA_OK from on_init, on_inventory or
- * on_reconcile while the host opens fails the opening; from any call after that (launch, stop,
- * resize, poll_events, telemetry, apply_mig_layout) it marks the whole plugin unhealthy: the
- * host cordons every node the plugin offers, requeues every job with tasks placed, ends the
- * failed launch and every launch asked for while unhealthy with exit code -1, and sends the
- * plugin no new request until it is restarted (an isolated plugin is, after a backoff; an
- * in-process one only when the scheduler is reopened). So a non-OK status says the plugin is
- * broken, never that one task cannot run. To fail one launch (no such node or GPU, a command
- * that cannot start, a backend that said no), return TESSERA_OK and report a LAUNCH_REJECTED
- * event for that task, with `retryable` and the reason in `message` (the job is requeued, or
- * failed when not retryable, and its reason says why). A task that is gone without an exit
- * status (evicted, its machine lost) is a TASK_LOST event: the job is requeued without spending
- * an attempt. Hosts that predate those kinds drop them; for them, report TASK_EXITED with a
- * non-zero exit_code and log the reason. Either way nothing else is affected. The same goes for a
+ * on_reconcile while the host opens fails the opening. After that, an error fails only its own
+ * request (a failed launch is reported lost: its job is placed again without spending an
+ * attempt) until the host's max_consecutive_errors calls in a row (3 by default) have failed:
+ * then the host marks the whole plugin unhealthy, cordons every node the plugin offers,
+ * requeues every job with tasks there, ends every launch asked for while unhealthy with exit
+ * code -1, and sends the plugin no new request until it is restarted (an isolated plugin is,
+ * after a backoff; an in-process one only when the scheduler is reopened). Hosts of ABI 1.0
+ * before this rule mark the plugin unhealthy at the first error. So a non-OK status says the
+ * plugin is failing, never that one task cannot run. To fail one launch (no such node or GPU, a
+ * command that cannot start, a backend that said no), return TESSERA_OK and report a
+ * LAUNCH_REJECTED event for that task, with `retryable` and the reason in `message` (the job is
+ * requeued, or failed when not retryable, and its reason says why). A task that is gone without an
+ * exit status (evicted, its machine lost) is a TASK_LOST event: the job is requeued without
+ * spending an attempt. Hosts that predate those kinds drop them; for them, report TASK_EXITED with
+ * a non-zero exit_code and log the reason. Either way nothing else is affected. The same goes for a
  * stop that fails for one task: return TESSERA_OK and log it.
  *
  * Threads: the host never calls one plugin instance from two threads at once, except

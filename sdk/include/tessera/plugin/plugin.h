@@ -128,8 +128,9 @@ class Plugin {
   // Called once, last. Stop background threads here; tasks keep running.
   virtual void Shutdown() {}
 
-  // Executor. An error from any of these marks the plugin unhealthy; a task that cannot run is
-  // reported with a LAUNCH_REJECTED event and Ok (see the top of this file).
+  // Executor. An error from any of these says the plugin is failing (a few in a row mark it
+  // unhealthy); a task that cannot run is reported with a LAUNCH_REJECTED event and Ok (see the
+  // top of this file).
   virtual PluginStatus Inventory(v1::Inventory* /*out*/) { return NotSupported("inventory"); }
   virtual PluginStatus Launch(const v1::LaunchTask& /*request*/) { return NotSupported("launch"); }
   // request.grace_ms() is the notice before a kill; 0 means kill now, with no notice.
