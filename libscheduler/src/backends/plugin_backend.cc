@@ -108,9 +108,12 @@ v1::Backend PluginBackend::Status() const {
   b.set_version(info.version);
   b.set_abi(std::to_string(info.abi_major) + "." + std::to_string(info.abi_minor));
   b.set_isolated(executor_->library()->isolated());
+  // The executor knows first (its reason is set as it turns unhealthy); the backend hears of it
+  // on the strand just after.
   b.set_healthy(unhealthy_.empty() && executor_->healthy());
-  // The executor marks itself at once; the reason reaches the strand just after.
-  if (!b.healthy()) b.set_unhealthy_reason(unhealthy_.empty() ? "a call failed" : unhealthy_);
+  if (!b.healthy()) {
+    b.set_unhealthy_reason(unhealthy_.empty() ? executor_->unhealthy_reason() : unhealthy_);
+  }
   b.set_restarts(restarter_ ? restarter_->restarts() : 0);
   if (info.executor) b.add_roles("executor");
   if (info.partitioner) b.add_roles("partitioner");

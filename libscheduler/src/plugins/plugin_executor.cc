@@ -81,7 +81,8 @@ struct PluginExecutor::Shared {
   std::atomic<bool>* unhealthy = nullptr;  // valid while !closed.
 
   std::mutex mu;
-  bool closed = false;  // the executor is gone: drop whatever arrives.
+  bool closed = false;           // the executor is gone: drop whatever arrives.
+  std::string unhealthy_reason;  // why it turned unhealthy; guarded by mu.
 
   // Strand only: asks the executor for a poll; and, on a virtual clock, the one timer that
   // polls at the time the latest poll named (BackendEvents.next_event_us).
@@ -166,6 +167,7 @@ struct PluginExecutor::Shared {
   void MarkUnhealthy(const std::string& why) {
     std::lock_guard<std::mutex> lock(mu);
     if (closed || unhealthy->exchange(true)) return;
+    unhealthy_reason = why;
     LogError(wiring.log, "{}; marking the plugin unhealthy", why);
     wiring.post([on_unhealthy = wiring.on_unhealthy, why] {
       if (on_unhealthy) on_unhealthy(why);
@@ -497,6 +499,11 @@ bool PluginExecutor::Queue(std::string what, PluginWorker::Call call) {
   // at a point fixed by the strand's own order, not by thread timing: the same inputs then give
   // the same decisions and the same event log.
   return worker_->PostAndWait(std::move(what), std::move(call));
+}
+
+std::string PluginExecutor::unhealthy_reason() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->unhealthy_reason;
 }
 
 bool PluginExecutor::Busy() const { return worker_->InFlight() > 0; }

@@ -102,6 +102,9 @@ class PluginExecutor final : public Executor {
   bool Busy() const override;
 
   bool healthy() const { return !unhealthy_.load(); }
+  // Why it turned unhealthy (set as it turns so, before Wiring::on_unhealthy runs); empty while
+  // healthy. Any thread.
+  std::string unhealthy_reason() const;
   const PluginInfo& info() const { return library_->info(); }
   const std::shared_ptr<PluginLibrary>& library() const { return library_; }
 
