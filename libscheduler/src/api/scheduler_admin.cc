@@ -120,6 +120,8 @@ StatusOr<std::vector<v1::Node>> SchedulerImpl::ListNodes() {
   return Call<StatusOr<std::vector<v1::Node>>>(
       [&]() -> StatusOr<std::vector<v1::Node>> {
         std::vector<v1::Node> nodes = engine_->Nodes();
+        std::vector<v1::Backend> backends;  // each backend's status once, not once per node.
+        for (const std::unique_ptr<PluginBackend>& b : backends_) backends.push_back(b->Status());
         for (v1::Node& node : nodes) {
           v1::NodeStatus* status = node.mutable_status();
           if (!backend_set_) {
@@ -128,7 +130,7 @@ StatusOr<std::vector<v1::Node>> SchedulerImpl::ListNodes() {
           }
           const BackendSet::Member owner = backend_set_->OwnerOf(node.spec().name());
           if (owner < 0) continue;
-          const v1::Backend backend = backends_[owner]->Status();
+          const v1::Backend& backend = backends[owner];
           status->set_backend(backend.name());
           if (!backend.healthy()) {
             status->set_unavailable("backend '" + backend.name() +
