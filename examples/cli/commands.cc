@@ -181,6 +181,26 @@ void PrintBackends(const std::vector<v1::Backend>& backends) {
   for (const v1::Backend& b : backends) {
     if (!b.healthy()) std::cout << b.name() << ": " << b.unhealthy_reason() << '\n';
   }
+  // What each capacity provider can add.
+  bool any_groups = false;
+  for (const v1::Backend& b : backends) any_groups |= b.node_groups_size() > 0;
+  if (!any_groups) return;
+  std::cout << '\n';
+  Table groups({"BACKEND", "NODE GROUP", "MARKET", "NODES", "PRICE/H", "SHAPE"});
+  for (const v1::Backend& b : backends) {
+    for (const v1::NodeGroup& g : b.node_groups()) {
+      const v1::NodeSpec& shape = g.shape();
+      std::string gpus = std::to_string(shape.gpus_size()) + " GPU";
+      if (shape.gpus_size() > 0) gpus += " " + shape.gpus(0).model();
+      char price[32];
+      std::snprintf(price, sizeof(price), "%.2f", g.price_per_hour());
+      groups.AddRow({b.name(), g.name(), g.market() == v1::SPOT ? "spot" : "on-demand",
+                     std::to_string(g.min_nodes()) + ".." + std::to_string(g.max_nodes()), price,
+                     std::to_string(shape.cpu_milli() / 1000) + " CPU, " +
+                         std::to_string(shape.memory_mib() / 1024) + " GiB, " + gpus});
+    }
+  }
+  groups.Print(std::cout);
 }
 
 std::string EventLine(const v1::Event& event) {

@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
   host.tessera_host_log = HostLog;
   host.tessera_host_emit_event = HostEmitEvent;
   host.tessera_host_now_us = HostNowUs;
+  host.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
   std::thread(CallLoop).detach();
 
   tessera::plugin_wire::FrameDecoder decoder;

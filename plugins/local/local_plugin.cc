@@ -8,7 +8,8 @@
 // (pid, process group, start time) to <state>/tasks/, so that after a restart of the host a new
 // instance adopts it again and Reconcile lists it.
 //
-// A monitor thread (started by the first call after Init) checks the tasks every
+// A monitor thread (started by Start under a host of ABI 1.1; under one of 1.0, which has no
+// on_start, by the first call after Init) checks the tasks every
 // poll_interval_ms and reports through emit_event (PollEvents always answers empty):
 // TASK_STARTED after a launch, TASK_EXITED with the exit status, or 128 + N for a task killed by
 // signal N (143 after SIGTERM, 137 after SIGKILL). When a task's first process ends, whatever it
@@ -100,6 +101,13 @@ class LocalBackend final : public plugin::Plugin {
   }
 
   void Shutdown() override { StopMonitor(); }
+
+  // The host's callbacks are usable from here on: the monitor may report from its first pass.
+  PluginStatus Start(const v1::StartRequest& /*request*/) override {
+    std::lock_guard lock(mutex_);
+    EnsureMonitor();
+    return PluginStatus::Ok();
+  }
 
   PluginStatus Inventory(v1::Inventory* out) override {
     std::lock_guard lock(mutex_);
@@ -238,14 +246,17 @@ class LocalBackend final : public plugin::Plugin {
     vars["CUDA_VISIBLE_DEVICES"] = Join(request.gpus());
     if (request.partition().sharing() == v1::GPU_SHARING_MPS) {
       // An MPS client's share: its active-thread percentage and a memory limit per visible
-      // device (ordinals as the task sees them, after CUDA_VISIBLE_DEVICES renumbering).
-      vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
-          std::to_string(std::max(1, request.gpu_milli() / 10));
-      if (request.gpu_memory_mib() > 0) {
+      // device (ordinals as the task sees them, after CUDA_VISIBLE_DEVICES renumbering). A host
+      // of ABI 1.1 says both (LaunchTask.mps); one of 1.0 leaves them to the share's size.
+      const int thread_pct = request.has_mps() ? request.mps().active_thread_pct()
+                                               : std::max(1, request.gpu_milli() / 10);
+      const int64_t memory_mib =
+          request.has_mps() ? request.mps().pinned_memory_mib() : request.gpu_memory_mib();
+      vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(thread_pct);
+      if (memory_mib > 0) {
         std::string limits;
         for (int i = 0; i < request.gpus_size(); ++i) {
-          limits += (i ? "," : "") + std::to_string(i) + "=" +
-                    std::to_string(request.gpu_memory_mib()) + "M";
+          limits += (i ? "," : "") + std::to_string(i) + "=" + std::to_string(memory_mib) + "M";
         }
         vars["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
       }
@@ -286,9 +297,10 @@ class LocalBackend final : public plugin::Plugin {
     return stat && stat->state != 'X' && stat->start_ticks == record.start_ticks;
   }
 
-  // Starts the monitor thread on the first call after Init: the host's callbacks may be used
-  // only once on_init has returned, and the monitor uses them from its first pass. Called with
-  // mutex_ held (the new thread waits for it).
+  // Starts the monitor thread, in Start, or under a host of ABI 1.0 (no on_start) on the first
+  // call after Init: the host's callbacks may be used only once on_init has returned, and the
+  // monitor uses them from its first pass. Called with mutex_ held (the new thread waits for
+  // it).
   void EnsureMonitor() {
     if (!monitor_.joinable() && !stopping_) monitor_ = std::thread([this] { MonitorLoop(); });
   }

@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 namespace tessera::sim {
 namespace {
+
+// The notice EC2 gives before it takes a spot instance back: two minutes.
+constexpr int64_t kDefaultInterruptionNoticeMs = 120'000;
 
 plugin::PluginStatus Invalid(std::string message) {
   return plugin::PluginStatus::Error(TESSERA_INVALID_ARGUMENT, std::move(message));
@@ -93,34 +97,37 @@ v1::SimulatedCluster DefaultCluster() {
   return cluster;
 }
 
+v1::NodeSpec ExpandNode(const v1::SimulatedNodeGroup& group, int index) {
+  v1::NodeSpec node;
+  node.set_name(group.name_prefix() + "-" + std::to_string(index));
+  node.set_cpu_milli(group.cpu_milli());
+  node.set_memory_mib(group.memory_mib());
+  *node.mutable_labels() = group.labels();
+  *node.mutable_taints() = group.taints();
+  node.set_zone(group.zone());
+  for (int d = 0; d < group.gpus(); ++d) {
+    v1::GpuDevice* gpu = node.add_gpus();
+    gpu->set_index(d);
+    gpu->set_model(group.gpu_model());
+    gpu->set_memory_mib(group.gpu_memory_mib());
+    gpu->set_nvlink_domain(group.gpus_per_nvlink_domain() > 0 ? d / group.gpus_per_nvlink_domain()
+                                                              : 0);
+    gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
+    gpu->set_healthy(true);
+    gpu->set_sharing(group.sharing());
+    gpu->set_replicas(group.replicas());
+    *gpu->mutable_mig_instances() = group.mig_instances();
+    gpu->set_mig_managed(group.mig_managed());
+    gpu->set_vgpu_type(group.vgpu_type());
+  }
+  return node;
+}
+
 namespace {
 
 // The nodes of `group`, <prefix>-<first + i>.
 void ExpandGroup(const v1::SimulatedNodeGroup& group, int first, std::vector<v1::NodeSpec>* nodes) {
-  for (int i = 0; i < group.count(); ++i) {
-    v1::NodeSpec& node = nodes->emplace_back();
-    node.set_name(group.name_prefix() + "-" + std::to_string(first + i));
-    node.set_cpu_milli(group.cpu_milli());
-    node.set_memory_mib(group.memory_mib());
-    *node.mutable_labels() = group.labels();
-    *node.mutable_taints() = group.taints();
-    node.set_zone(group.zone());
-    for (int d = 0; d < group.gpus(); ++d) {
-      v1::GpuDevice* gpu = node.add_gpus();
-      gpu->set_index(d);
-      gpu->set_model(group.gpu_model());
-      gpu->set_memory_mib(group.gpu_memory_mib());
-      gpu->set_nvlink_domain(group.gpus_per_nvlink_domain() > 0 ? d / group.gpus_per_nvlink_domain()
-                                                                : 0);
-      gpu->set_uuid("GPU-sim-" + node.name() + "-" + std::to_string(d));
-      gpu->set_healthy(true);
-      gpu->set_sharing(group.sharing());
-      gpu->set_replicas(group.replicas());
-      *gpu->mutable_mig_instances() = group.mig_instances();
-      gpu->set_mig_managed(group.mig_managed());
-      gpu->set_vgpu_type(group.vgpu_type());
-    }
-  }
+  for (int i = 0; i < group.count(); ++i) nodes->push_back(ExpandNode(group, first + i));
 }
 
 plugin::PluginStatus ExpandChanges(const v1::SimulatedCluster& cluster,
@@ -149,13 +156,73 @@ plugin::PluginStatus ExpandChanges(const v1::SimulatedCluster& cluster,
       }
       out.evict.push_back(change.evict(e));
     }
-    if (out.join.empty() && out.leave.empty() && out.evict.empty()) {
+    for (int i = 0; i < change.interrupt_size(); ++i) {
+      if (change.interrupt(i).empty()) {
+        return Invalid(field + "interrupt[" + std::to_string(i) + "]: must not be empty");
+      }
+      out.interrupt.push_back(change.interrupt(i));
+    }
+    if (change.notice_ms() < 0) return Invalid(field + "notice_ms: must be >= 0");
+    out.notice_ms = change.notice_ms() > 0 ? change.notice_ms() : kDefaultInterruptionNoticeMs;
+    if (out.join.empty() && out.leave.empty() && out.evict.empty() && out.interrupt.empty()) {
       return Invalid(field +
-                     "join, leave, evict: a change must add, remove or evict at least one node");
+                     "join, leave, evict, interrupt: a change must add, remove, evict or "
+                     "interrupt at least one node");
     }
   }
   std::stable_sort(changes->begin(), changes->end(),
                    [](const NodeChange& a, const NodeChange& b) { return a.at_ms < b.at_ms; });
+  return plugin::PluginStatus::Ok();
+}
+
+plugin::PluginStatus ExpandCapacity(const v1::SimulatedCluster& cluster,
+                                    std::vector<CapacityGroup>* groups) {
+  std::set<std::string> names;
+  for (int c = 0; c < cluster.capacity_size(); ++c) {
+    const v1::SimulatedCapacityGroup& config = cluster.capacity(c);
+    const std::string field = "capacity[" + std::to_string(c) + "].";
+    plugin::PluginStatus status = ValidateGroup(config.nodes(), field + "nodes.");
+    if (!status.ok()) return status;
+    if (!names.insert(config.nodes().name_prefix()).second) {
+      return Invalid(field + "nodes.name_prefix: group '" + config.nodes().name_prefix() +
+                     "' is defined twice");
+    }
+    if (config.price_per_hour() < 0) return Invalid(field + "price_per_hour: must be >= 0");
+    if (config.min_nodes() < 0 || config.min_nodes() > config.nodes().count()) {
+      return Invalid(field + "min_nodes: must be between 0 and nodes.count (" +
+                     std::to_string(config.nodes().count()) + "), got " +
+                     std::to_string(config.min_nodes()));
+    }
+    if (config.provision_delay_ms() < 0) {
+      return Invalid(field + "provision_delay_ms: must be >= 0");
+    }
+    if (config.interrupt_after_ms() < 0) {
+      return Invalid(field + "interrupt_after_ms: must be >= 0");
+    }
+    if (config.interruption_notice_ms() < 0) {
+      return Invalid(field + "interruption_notice_ms: must be >= 0");
+    }
+    const v1::CapacityMarket market =
+        config.market() == v1::CAPACITY_MARKET_UNSPECIFIED ? v1::ON_DEMAND : config.market();
+    if (config.interrupt_after_ms() > 0 && market != v1::SPOT) {
+      return Invalid(field + "interrupt_after_ms: only spot capacity is interrupted");
+    }
+    CapacityGroup& group = groups->emplace_back();
+    group.nodes = config.nodes();
+    group.group.set_name(config.nodes().name_prefix());
+    *group.group.mutable_shape() = ExpandNode(config.nodes(), 0);
+    group.group.mutable_shape()->set_name(config.nodes().name_prefix());
+    group.group.set_price_per_hour(config.price_per_hour());
+    group.group.set_min_nodes(config.min_nodes());
+    group.group.set_max_nodes(config.nodes().count());
+    group.group.set_market(market);
+    group.provision_delay_ms = config.provision_delay_ms();
+    group.provisions_fail = config.provisions_fail();
+    group.interrupt_after_ms = config.interrupt_after_ms();
+    group.interruption_notice_ms = config.interruption_notice_ms() > 0
+                                       ? config.interruption_notice_ms()
+                                       : kDefaultInterruptionNoticeMs;
+  }
   return plugin::PluginStatus::Ok();
 }
 
@@ -204,6 +271,10 @@ plugin::PluginStatus ParseSimConfig(const std::string& config, SimConfig* out) {
   if (!expanded.ok()) return expanded;
   out->rejecting_nodes = {cluster.rejecting_nodes().begin(), cluster.rejecting_nodes().end()};
   out->rejections_final = cluster.rejections_final();
+  out->failing_partition_nodes = {cluster.failing_partition_nodes().begin(),
+                                  cluster.failing_partition_nodes().end()};
+  plugin::PluginStatus capacity = ExpandCapacity(cluster, &out->capacity);
+  if (!capacity.ok()) return capacity;
   return ExpandChanges(cluster, &out->changes);
 }
 

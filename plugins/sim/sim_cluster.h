@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim_capacity.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/v1/node.pb.h"
 
@@ -26,7 +27,9 @@ struct NodeChange {
   int64_t at_ms = 0;  // after the plugin started, on the host clock.
   std::vector<v1::NodeSpec> join;
   std::vector<std::string> leave;
-  std::vector<std::string> evict;  // their tasks are lost; the nodes stay.
+  std::vector<std::string> evict;      // their tasks are lost; the nodes stay.
+  std::vector<std::string> interrupt;  // a spot notice now; they leave notice_ms later.
+  int64_t notice_ms = 0;
 };
 
 // What a config describes: the nodes at start, and the changes in time order (stable: changes
@@ -34,14 +37,19 @@ struct NodeChange {
 struct SimConfig {
   std::vector<v1::NodeSpec> nodes;
   std::vector<NodeChange> changes;
-  std::set<std::string> rejecting_nodes;  // launches there are refused.
-  bool rejections_final = false;          // and not retryable.
+  std::set<std::string> rejecting_nodes;          // launches there are refused.
+  bool rejections_final = false;                  // and not retryable.
+  std::set<std::string> failing_partition_nodes;  // partition layouts fail there.
+  std::vector<CapacityGroup> capacity;            // node groups it can provision from.
 };
 
 // Parses `config` (protobuf JSON of tessera.v1.SimulatedCluster; empty or blank = DefaultCluster)
 // and expands it. Errors: INVALID_ARGUMENT naming the field, e.g. "groups[0].count: must be > 0",
 // "changes[1].at_ms: must be >= 0".
 plugin::PluginStatus ParseSimConfig(const std::string& config, SimConfig* out);
+
+// Node <prefix>-<index> of `group` (its GPUs "GPU-sim-<node>-<d>").
+v1::NodeSpec ExpandNode(const v1::SimulatedNodeGroup& group, int index);
 
 // Expands a cluster into its nodes (<prefix>-<n>, n from 0). Errors as ParseSimConfig.
 plugin::PluginStatus ExpandCluster(const v1::SimulatedCluster& cluster,

@@ -19,6 +19,12 @@
 // change keeps its tasks: it is the same machine with a new shape (a GPU fell off the bus, a
 // label was edited).
 //
+// ABI 1.1: Start takes the host's fencing epoch, and every request with a lower one is refused
+// (tessera/plugin/epoch_fence.h). Partition layouts take effect at once (sim_partitioner.h); on
+// failing_partition_nodes they fail for the GPU, which keeps its layout. As a capacity provider
+// (SimulatedCluster.capacity, sim_capacity.h) it provisions in virtual time, with delays, failures
+// and spot interruptions.
+//
 // Thread-safety: one mutex guards everything, since the host may poll concurrently with any
 // other call. Launch is idempotent while the backend knows the task (until its exit has been
 // polled); nothing survives the instance, so after a restart Reconcile is empty and the host
@@ -34,7 +40,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim_capacity.h"
 #include "sim_cluster.h"
+#include "sim_partitioner.h"
+#include "tessera/plugin/epoch_fence.h"
 #include "tessera/plugin/plugin.h"
 
 namespace tessera::sim {
@@ -77,16 +86,23 @@ class SimBackend final : public plugin::Plugin {
     nodes_ = std::move(parsed.nodes);
     rejecting_nodes_ = std::move(parsed.rejecting_nodes);
     rejections_final_ = parsed.rejections_final;
+    failing_partition_nodes_ = std::move(parsed.failing_partition_nodes);
+    capacity_ = SimCapacity(std::move(parsed.capacity));
     const int64_t start_us = host().NowUs();
     for (NodeChange& change : parsed.changes) {
       changes_.push_back({AfterMs(start_us, change.at_ms), std::move(change)});
     }
     IndexNodes();
+    for (v1::NodeSpec& node : nodes_) partitioner_.DescribeDevices(&node);
     int gpus = 0;
     for (const v1::NodeSpec& node : nodes_) gpus += node.gpus_size();
     host().Log(TESSERA_LOG_INFO, "sim: " + std::to_string(nodes_.size()) + " nodes, " +
                                      std::to_string(gpus) + " GPUs");
     return PluginStatus::Ok();
+  }
+
+  PluginStatus Start(const v1::StartRequest& request) override {
+    return fence_.Admit(request.epoch(), "start");
   }
 
   PluginStatus Inventory(v1::Inventory* out) override {
@@ -96,6 +112,7 @@ class SimBackend final : public plugin::Plugin {
   }
 
   PluginStatus Launch(const v1::LaunchTask& request) override {
+    if (PluginStatus fenced = fence_.Admit(request.epoch(), "launch"); !fenced.ok()) return fenced;
     std::lock_guard lock(mutex_);
     const TaskKey key = KeyOf(request.ref());
     if (tasks_.count(key)) return PluginStatus::Ok();  // idempotent.
@@ -116,6 +133,22 @@ class SimBackend final : public plugin::Plugin {
         return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
                                    "gpus[" + std::to_string(i) + "]: node '" + node->name() +
                                        "' has no GPU " + std::to_string(request.gpus(i)));
+      }
+    }
+    if (request.partition().sharing() == v1::GPU_SHARING_MIG && request.gpus_size() == 1) {
+      // A task runs in an instance that exists: after a layout that failed, it does not.
+      const v1::GpuDevice& gpu = node->gpus(request.gpus(0));
+      const bool exists = std::any_of(gpu.mig_instances().begin(), gpu.mig_instances().end(),
+                                      [&](const v1::MigInstance& m) {
+                                        return m.profile() == request.partition().mig_profile() &&
+                                               m.start() == request.partition().mig_start();
+                                      });
+      if (!exists) {
+        Reject(request.ref(), true,
+               "GPU " + std::to_string(request.gpus(0)) + " of node '" + node->name() +
+                   "' has no MIG instance " + request.partition().mig_profile() + "@" +
+                   std::to_string(request.partition().mig_start()));
+        return PluginStatus::Ok();
       }
     }
     if (request.simulation().duration_ms() < 0) {
@@ -139,6 +172,7 @@ class SimBackend final : public plugin::Plugin {
   }
 
   PluginStatus Stop(const v1::StopTask& request) override {
+    if (PluginStatus fenced = fence_.Admit(request.epoch(), "stop"); !fenced.ok()) return fenced;
     std::lock_guard lock(mutex_);
     auto it = tasks_.find(KeyOf(request.ref()));
     if (it == tasks_.end()) return PluginStatus::Ok();  // gone already (or never here).
@@ -177,9 +211,11 @@ class SimBackend final : public plugin::Plugin {
                      });
     for (v1::BackendEvent& event : due) *out->add_events() = std::move(event);
     int64_t next = ends_.empty() ? 0 : ends_.begin()->first;
-    if (!changes_.empty() && (next == 0 || changes_.front().due_us < next)) {
-      next = changes_.front().due_us;
-    }
+    auto earlier = [&next](int64_t at) {
+      if (at != 0 && (next == 0 || at < next)) next = at;
+    };
+    if (!changes_.empty()) earlier(changes_.front().due_us);
+    earlier(capacity_.NextDueUs());
     out->set_next_event_us(next);
     return PluginStatus::Ok();
   }
@@ -194,43 +230,67 @@ class SimBackend final : public plugin::Plugin {
     return PluginStatus::Ok();
   }
 
-  // Simulated GPUs take a new layout at once (a real partitioner may fail; see the mig backend).
-  // Whether the layout is valid for the model is the scheduler's check; this one only needs the
-  // GPU to exist and be in MIG mode.
+  // ABI 1.0 hosts: the same as a MIG partition layout, with its error as the call's.
   PluginStatus ApplyMigLayout(const v1::MigLayoutRequest& request) override {
+    v1::PartitionLayoutRequest partition;
+    partition.set_node(request.node());
+    partition.set_gpu(request.gpu());
+    partition.mutable_layout()->set_sharing(v1::GPU_SHARING_MIG);
+    *partition.mutable_layout()->mutable_mig_instances() = request.layout();
+    partition.set_epoch(request.epoch());
+    v1::PartitionLayoutResult result;
+    PluginStatus status = ApplyPartitionLayout(partition, &result);
+    if (status.ok() && !result.error().empty()) {
+      return PluginStatus::Error(TESSERA_FAILED_PRECONDITION, result.error());
+    }
+    return status;
+  }
+
+  PluginStatus ApplyPartitionLayout(const v1::PartitionLayoutRequest& request,
+                                    v1::PartitionLayoutResult* result) override {
+    if (PluginStatus fenced = fence_.Admit(request.epoch(), "apply_partition_layout");
+        !fenced.ok()) {
+      return fenced;
+    }
     std::lock_guard lock(mutex_);
     auto found = node_index_.find(request.node());
     if (found == node_index_.end()) {
-      return PluginStatus::Error(TESSERA_NOT_FOUND, "node: unknown node '" + request.node() + "'");
+      // It may have left since the host decided: this GPU's layout fails, nothing else.
+      result->set_error("node '" + request.node() + "' is not in the inventory");
+      return PluginStatus::Ok();
     }
     v1::NodeSpec& node = nodes_[found->second];
-    if (request.gpu() < 0 || request.gpu() >= node.gpus_size()) {
-      return PluginStatus::Error(TESSERA_NOT_FOUND, "gpu: node '" + node.name() + "' has no GPU " +
-                                                        std::to_string(request.gpu()));
+    const bool failing = failing_partition_nodes_.count(node.name()) != 0;
+    PluginStatus status = partitioner_.Apply(request, failing, &node, result);
+    if (status.ok() && result->error().empty()) {
+      host().Log(TESSERA_LOG_DEBUG, "sim: GPU " + std::to_string(request.gpu()) + " of node '" +
+                                        node.name() + "' now has layout " +
+                                        request.layout().ShortDebugString());
     }
-    v1::GpuDevice* gpu = node.mutable_gpus(request.gpu());
-    if (gpu->sharing() != v1::GPU_SHARING_MIG) {
-      return PluginStatus::Error(TESSERA_FAILED_PRECONDITION,
-                                 "gpu: GPU " + std::to_string(request.gpu()) + " of node '" +
-                                     node.name() + "' is not in MIG mode (sharing " +
-                                     v1::GpuSharing_Name(gpu->sharing()) + ")");
-    }
-    for (int j = 0; j < request.layout_size(); ++j) {
-      const v1::MigInstance& m = request.layout(j);
-      const std::string field = "layout[" + std::to_string(j) + "].";
-      if (m.profile().empty()) {
-        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, field + "profile: must not be empty");
-      }
-      if (m.start() < 0 || m.start() > 7) {
-        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
-                                   field + "start: must be 0..7, got " + std::to_string(m.start()));
-      }
-    }
-    *gpu->mutable_mig_instances() = request.layout();
-    host().Log(TESSERA_LOG_DEBUG, "sim: node '" + node.name() + "' GPU " +
-                                      std::to_string(request.gpu()) + " now has " +
-                                      std::to_string(request.layout_size()) + " MIG instances");
+    return status;
+  }
+
+  PluginStatus NodeGroups(v1::NodeGroups* out) override {
+    std::lock_guard lock(mutex_);
+    *out = capacity_.Groups();
     return PluginStatus::Ok();
+  }
+
+  PluginStatus Provision(const v1::ProvisionRequest& request,
+                         v1::ProvisionResult* /*out: nodes join later*/) override {
+    if (PluginStatus fenced = fence_.Admit(request.epoch(), "provision"); !fenced.ok()) {
+      return fenced;
+    }
+    std::lock_guard lock(mutex_);
+    return capacity_.Provision(request, host().NowUs());
+  }
+
+  PluginStatus Deprovision(const v1::DeprovisionRequest& request) override {
+    if (PluginStatus fenced = fence_.Admit(request.epoch(), "deprovision"); !fenced.ok()) {
+      return fenced;
+    }
+    std::lock_guard lock(mutex_);
+    return capacity_.Deprovision(request, host().NowUs());
   }
 
  private:
@@ -258,58 +318,95 @@ class SimBackend final : public plugin::Plugin {
     for (size_t i = 0; i < nodes_.size(); ++i) node_index_[nodes_[i].name()] = i;
   }
 
-  // Applies the scripted changes due by `now`, each reported as one INVENTORY_CHANGED.
+  // Applies the scripted changes and the capacity provider's arrivals, departures and notices
+  // due by `now`, in time order; each change of nodes is reported as one INVENTORY_CHANGED.
   void ApplyDueChanges(int64_t now, std::vector<v1::BackendEvent>* due) {
-    while (!changes_.empty() && changes_.front().due_us <= now) {
-      const ScriptedChange scripted = std::move(changes_.front());
-      changes_.pop_front();
-      const std::set<std::string> leaving(scripted.change.leave.begin(),
-                                          scripted.change.leave.end());
-      std::set<std::string> rejoining;  // left and joined in one change: the node changed shape.
-      for (const v1::NodeSpec& node : scripted.change.join) {
-        if (leaving.count(node.name()) != 0) rejoining.insert(node.name());
+    std::vector<SimCapacity::Due> capacity = capacity_.TakeDue(now);
+    size_t next_capacity = 0;
+    while (true) {
+      const bool scripted_due = !changes_.empty() && changes_.front().due_us <= now;
+      const bool capacity_due = next_capacity < capacity.size();
+      if (!scripted_due && !capacity_due) break;
+      if (scripted_due &&
+          (!capacity_due || changes_.front().due_us <= capacity[next_capacity].at_us)) {
+        const ScriptedChange scripted = std::move(changes_.front());
+        changes_.pop_front();
+        ApplyChange(scripted.change, scripted.due_us, due);
+        continue;
       }
-      std::erase_if(nodes_,
-                    [&leaving](const v1::NodeSpec& n) { return leaving.count(n.name()) != 0; });
-      for (auto it = tasks_.begin(); it != tasks_.end();) {
-        if (leaving.count(it->second.node) == 0 || rejoining.count(it->second.node) != 0) {
-          ++it;
-          continue;
-        }
-        if (it->second.end_us != 0) ends_.erase({it->second.end_us, it->first});
-        it = tasks_.erase(it);
+      SimCapacity::Due& arrived = capacity[next_capacity++];
+      NodeChange change;
+      change.join = std::move(arrived.join);
+      change.leave = std::move(arrived.leave);
+      if (!change.join.empty() || !change.leave.empty()) ApplyChange(change, arrived.at_us, due);
+      for (v1::BackendEvent& event : arrived.events) {
+        host().Log(TESSERA_LOG_INFO, "sim: " + event.message());
+        due->push_back(std::move(event));
       }
-      const std::set<std::string> evicting(scripted.change.evict.begin(),
-                                           scripted.change.evict.end());
-      for (auto it = tasks_.begin(); it != tasks_.end();) {
-        if (evicting.count(it->second.node) == 0) {
-          ++it;
-          continue;
-        }
-        if (it->second.end_us != 0) ends_.erase({it->second.end_us, it->first});
-        v1::BackendEvent& lost = due->emplace_back();
-        lost.set_kind(v1::BackendEvent::TASK_LOST);
-        *lost.mutable_ref() = RefOf(it->first);
-        lost.set_message("evicted from node '" + it->second.node + "'");
-        lost.set_time_us(scripted.due_us);
-        it = tasks_.erase(it);
-      }
-      for (const v1::NodeSpec& node : scripted.change.join) {
-        if (node_index_.count(node.name()) != 0 && leaving.count(node.name()) == 0) {
-          host().Log(TESSERA_LOG_WARN, "sim: node '" + node.name() + "' joins twice; ignored");
-          continue;
-        }
-        nodes_.push_back(node);
-      }
-      IndexNodes();
-      if (scripted.change.join.empty() && leaving.empty()) continue;  // evictions only.
-      v1::BackendEvent& changed = due->emplace_back();
-      changed.set_kind(v1::BackendEvent::INVENTORY_CHANGED);
-      changed.set_time_us(scripted.due_us);
-      changed.set_message(std::to_string(scripted.change.join.size()) + " node(s) joined, " +
-                          std::to_string(leaving.size()) + " left");
-      host().Log(TESSERA_LOG_INFO, "sim: " + changed.message());
     }
+  }
+
+  void ApplyChange(const NodeChange& change, int64_t due_us, std::vector<v1::BackendEvent>* due) {
+    const std::set<std::string> leaving(change.leave.begin(), change.leave.end());
+    std::set<std::string> rejoining;  // left and joined in one change: the node changed shape.
+    for (const v1::NodeSpec& node : change.join) {
+      if (leaving.count(node.name()) != 0) rejoining.insert(node.name());
+    }
+    std::erase_if(nodes_,
+                  [&leaving](const v1::NodeSpec& n) { return leaving.count(n.name()) != 0; });
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (leaving.count(it->second.node) == 0 || rejoining.count(it->second.node) != 0) {
+        ++it;
+        continue;
+      }
+      if (it->second.end_us != 0) ends_.erase({it->second.end_us, it->first});
+      it = tasks_.erase(it);
+    }
+    const std::set<std::string> evicting(change.evict.begin(), change.evict.end());
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (evicting.count(it->second.node) == 0) {
+        ++it;
+        continue;
+      }
+      if (it->second.end_us != 0) ends_.erase({it->second.end_us, it->first});
+      v1::BackendEvent& lost = due->emplace_back();
+      lost.set_kind(v1::BackendEvent::TASK_LOST);
+      *lost.mutable_ref() = RefOf(it->first);
+      lost.set_message("evicted from node '" + it->second.node + "'");
+      lost.set_time_us(due_us);
+      it = tasks_.erase(it);
+    }
+    for (const std::string& node : change.interrupt) {
+      if (node_index_.count(node) == 0) continue;  // gone already.
+      v1::BackendEvent& notice = due->emplace_back();
+      notice.set_kind(v1::BackendEvent::SPOT_INTERRUPTION);
+      notice.set_node(node);
+      notice.set_time_us(due_us);
+      notice.set_deadline_us(AfterMs(due_us, change.notice_ms));
+      notice.set_message("spot node '" + node + "' is taken back in " +
+                         std::to_string(change.notice_ms / 1000) + " s");
+      ScriptedChange reclaim{notice.deadline_us(), {}};
+      reclaim.change.leave.push_back(node);
+      auto later = std::find_if(changes_.begin(), changes_.end(),
+                                [&](const ScriptedChange& c) { return c.due_us > reclaim.due_us; });
+      changes_.insert(later, std::move(reclaim));
+    }
+    for (const v1::NodeSpec& node : change.join) {
+      if (node_index_.count(node.name()) != 0 && leaving.count(node.name()) == 0) {
+        host().Log(TESSERA_LOG_WARN, "sim: node '" + node.name() + "' joins twice; ignored");
+        continue;
+      }
+      nodes_.push_back(node);
+      partitioner_.DescribeDevices(&nodes_.back());
+    }
+    IndexNodes();
+    if (change.join.empty() && leaving.empty()) return;  // evictions only.
+    v1::BackendEvent& changed = due->emplace_back();
+    changed.set_kind(v1::BackendEvent::INVENTORY_CHANGED);
+    changed.set_time_us(due_us);
+    changed.set_message(std::to_string(change.join.size()) + " node(s) joined, " +
+                        std::to_string(leaving.size()) + " left");
+    host().Log(TESSERA_LOG_INFO, "sim: " + changed.message());
   }
 
   const v1::NodeSpec* FindNode(const std::string& name) const {
@@ -322,6 +419,10 @@ class SimBackend final : public plugin::Plugin {
   std::deque<ScriptedChange> changes_;     // not yet due, earliest first.
   std::set<std::string> rejecting_nodes_;  // launches there are refused.
   bool rejections_final_ = false;
+  std::set<std::string> failing_partition_nodes_;  // partition layouts fail there.
+  SimPartitioner partitioner_;
+  SimCapacity capacity_;
+  plugin::EpochFence fence_;
   std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_.
   std::map<TaskKey, Task> tasks_;                       // known: live, or exit not yet polled.
   std::set<std::pair<int64_t, TaskKey>> ends_;          // (end_us, task) of tasks with an end.
@@ -331,5 +432,6 @@ class SimBackend final : public plugin::Plugin {
 }  // namespace
 }  // namespace tessera::sim
 
-TESSERA_PLUGIN(tessera::sim::SimBackend, "sim", "1.0.0",
-               TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER)
+TESSERA_PLUGIN(tessera::sim::SimBackend, "sim", "1.1.0",
+               TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER |
+                   TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER)

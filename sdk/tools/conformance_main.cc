@@ -18,13 +18,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: tessera-plugin-conformance <plugin.so> [--config FILE] [--executor-node NODE]\n"
     "                                  [--deadline-ms MS] [--event-timeout-ms MS]\n"
-    "                                  [--task-command 'ARGV...']\n"
+    "                                  [--task-command 'ARGV...'] [--provision-group GROUP]\n"
     "  --config FILE          bytes passed to on_init (default: none)\n"
     "  --executor-node NODE   node to launch test tasks on (default: the inventory's first)\n"
     "  --deadline-ms MS       longest a single call may take (default 5000)\n"
     "  --event-timeout-ms MS  wall time to wait for a task's exit event (default 10000)\n"
     "  --task-command ARGV    the test tasks' command, split at spaces; it must run until\n"
-    "                         stopped (default 'sleep 300')\n";
+    "                         stopped (default 'sleep 300')\n"
+    "  --provision-group GROUP  a capacity provider's node group to provision one node from\n"
+    "                         and give back (default: not tried; it may cost money)\n";
 
 int Usage(const std::string& why) {
   if (!why.empty()) std::cerr << "tessera-plugin-conformance: " << why << "\n";
@@ -87,6 +89,10 @@ int main(int argc, char** argv) {
         return Usage("--task-command needs a command");
       }
       options.task_command = SplitWords(text);
+    } else if (arg == "--provision-group") {
+      if (!value(&options.provision_node_group) || options.provision_node_group.empty()) {
+        return Usage("--provision-group needs a node group name");
+      }
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage("unknown option " + arg);
     } else if (plugin.empty()) {

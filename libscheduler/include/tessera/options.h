@@ -303,6 +303,11 @@ struct Options {
   std::optional<PluginOptions> executor_plugin;
   // Where plugins named without a path are looked for, in order.
   std::vector<std::string> plugin_dirs;
+  // Sent in every request to the backends (ABI 1.1 fencing, plugin.proto): a scheduler that
+  // takes over from another must run with a higher epoch, so that plugins keeping the rule
+  // refuse the deposed one. A high-availability setup sets it from its leader lease (an etcd
+  // revision, say); a lone scheduler leaves it 0, which plugins always admit.
+  uint64_t fencing_epoch = 0;
 };
 
 // Two nodes with 8 A100-80GB GPUs each and two with 4 H100-80GB: enough to show fairness,

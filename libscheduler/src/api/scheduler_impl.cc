@@ -116,6 +116,22 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
   host.on_inventory = [this, member](const InventoryDiff& diff) {
     TakeInventoryChange(backend_set_->TakeChange(member, diff), backend_set_->name(member));
   };
+  host.fencing_epoch = options_.fencing_epoch;
+  host.on_interruption = [this, member](const std::string& node, int64_t deadline_us,
+                                        const std::string& why) {
+    // A notice about a node of another backend is not this one's to give.
+    if (backend_set_->OwnerOf(node) != member) {
+      LogWarning(options_.log,
+                 "backend '{}' sent a spot interruption for node '{}', which it "
+                 "does not own; ignored",
+                 backend_set_->name(member), node);
+      return;
+    }
+    const int64_t left_s = std::max<int64_t>(0, (deadline_us - clock_->NowUs()) / 1'000'000);
+    engine_->InterruptNode(node, "spot interruption reported by backend '" +
+                                     backend_set_->name(member) + "': " + why +
+                                     " (node leaves in " + std::to_string(left_s) + " s)");
+  };
   host.on_lost = [this, member](const std::string& why) {
     engine_->LoseNodes(backend_set_->NodesOf(member),
                        "backend '" + backend_set_->name(member) + "' failed: " + why);

@@ -40,10 +40,26 @@ StatusOr<std::unique_ptr<PluginBackend>> PluginBackend::Open(
         },
         backend->host_.log);
   }
-  TESSERA_ASSIGN_OR_RETURN(backend->executor_, backend->StartExecutor(std::move(library)));
-  TESSERA_ASSIGN_OR_RETURN(backend->first_inventory_, backend->executor_->LoadInventory());
-  TESSERA_ASSIGN_OR_RETURN(backend->first_live_, backend->executor_->LoadLiveTasks());
+  TESSERA_ASSIGN_OR_RETURN(PluginRestarter::Restarted opened,
+                           backend->StartInstance(std::move(library)));
+  backend->executor_ = std::move(opened.executor);
+  backend->first_inventory_ = std::move(opened.inventory);
+  backend->first_live_ = std::move(opened.live);
+  backend->node_groups_ = std::move(opened.node_groups);
   return backend;
+}
+
+StatusOr<PluginRestarter::Restarted> PluginBackend::StartInstance(
+    std::shared_ptr<PluginLibrary> library) {
+  PluginRestarter::Restarted opened;
+  TESSERA_ASSIGN_OR_RETURN(opened.executor, StartExecutor(std::move(library)));
+  TESSERA_ASSIGN_OR_RETURN(opened.inventory, opened.executor->LoadInventory());
+  TESSERA_ASSIGN_OR_RETURN(opened.live, opened.executor->LoadLiveTasks());
+  TESSERA_RETURN_IF_ERROR(opened.executor->StartPlugin());
+  if (opened.executor->info().capacity_provider) {
+    TESSERA_ASSIGN_OR_RETURN(opened.node_groups, opened.executor->LoadNodeGroups());
+  }
+  return opened;
 }
 
 StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
@@ -56,6 +72,8 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
   wiring.log = host_.log;
   wiring.telemetry = host_.telemetry;
   wiring.on_inventory = host_.on_inventory;
+  wiring.fencing_epoch = host_.fencing_epoch;
+  wiring.on_interruption = host_.on_interruption;
   wiring.on_unhealthy = [this, library](const std::string& why) {
     unhealthy_ = why;
     host_.on_lost(why);
@@ -70,11 +88,7 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
 StatusOr<PluginRestarter::Restarted> PluginBackend::Restart() {
   TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<PluginLibrary> library,
                            LoadLibrary(options_.plugin, plugin_dirs_));
-  PluginRestarter::Restarted restarted;
-  TESSERA_ASSIGN_OR_RETURN(restarted.executor, StartExecutor(std::move(library)));
-  TESSERA_ASSIGN_OR_RETURN(restarted.inventory, restarted.executor->LoadInventory());
-  TESSERA_ASSIGN_OR_RETURN(restarted.live, restarted.executor->LoadLiveTasks());
-  return restarted;
+  return StartInstance(std::move(library));
 }
 
 void PluginBackend::Install(PluginRestarter::Restarted restarted) {
@@ -85,6 +99,7 @@ void PluginBackend::Install(PluginRestarter::Restarted restarted) {
     // The old executor is unhealthy and its process killed: destroying it does not wait.
     std::unique_ptr<PluginExecutor> old = std::move(executor_);
     executor_ = std::move(fresh->executor);
+    node_groups_ = std::move(fresh->node_groups);
     unhealthy_.clear();
     // What the restarted plugin offers may differ from what it offered before.
     host_.on_restarted(executor_.get(), DiffInventory(old->Inventory(), fresh->inventory),
@@ -119,6 +134,7 @@ v1::Backend PluginBackend::Status() const {
   if (info.partitioner) b.add_roles("partitioner");
   if (info.capacity_provider) b.add_roles("capacity_provider");
   for (const std::string& other : options_.partitions) b.add_partitions(other);
+  for (const v1::NodeGroup& group : node_groups_) *b.add_node_groups() = group;
   return b;
 }
 

@@ -2,7 +2,8 @@
 // opened, its health, and, for an isolated plugin, its restarts.
 //
 //   Open        loads the plugin (in process or in a tessera-plugin-host), starts an executor
-//               on it, and takes its first inventory and live tasks;
+//               on it, takes its first inventory and live tasks, calls on_start (ABI 1.1) and
+//               reads a capacity provider's node groups;
 //   lost        a call failed, hung or returned bad bytes: Host::on_lost runs on the strand
 //               (the scheduler cordons this backend's nodes and requeues its jobs), and an
 //               isolated plugin is killed and scheduled for a restart;
@@ -49,6 +50,10 @@ class PluginBackend {
     std::function<void(PluginExecutor* fresh, const InventoryDiff& diff,
                        const std::vector<TaskRef>& live)>
         on_restarted;
+    // The cloud takes `node` back at `deadline_us` (a capacity provider's spot notice).
+    std::function<void(const std::string& node, int64_t deadline_us, const std::string& why)>
+        on_interruption;
+    uint64_t fencing_epoch = 0;  // Options::fencing_epoch.
   };
 
   // Loads and opens the backend; `options.name` empty takes the plugin's own name.
@@ -79,6 +84,9 @@ class PluginBackend {
  private:
   PluginBackend(const BackendOptions& options, std::vector<std::string> plugin_dirs, Host host);
   StatusOr<std::unique_ptr<PluginExecutor>> StartExecutor(std::shared_ptr<PluginLibrary> library);
+  // An executor on `library`, opened: started, its inventory and live tasks taken, on_start
+  // called and its node groups read. Open and Restart both make one.
+  StatusOr<PluginRestarter::Restarted> StartInstance(std::shared_ptr<PluginLibrary> library);
   StatusOr<PluginRestarter::Restarted> Restart();
   void Install(PluginRestarter::Restarted restarted);
 
@@ -90,6 +98,7 @@ class PluginBackend {
   std::unique_ptr<PluginRestarter> restarter_;  // isolated plugins that may restart.
   std::vector<v1::NodeSpec> first_inventory_;
   std::vector<TaskRef> first_live_;
+  std::vector<v1::NodeGroup> node_groups_;  // strand only after Open.
   std::string unhealthy_;  // why the backend is down; empty while healthy (strand only).
 };
 

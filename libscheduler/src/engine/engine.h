@@ -131,6 +131,10 @@ class Engine final : public ExecutorEvents {
   // cordoned, so nothing new is placed there, and every job with a task on one of them is
   // requeued as lost (not counted against its attempts). Other nodes are not touched.
   void LoseNodes(const std::vector<std::string>& names, const std::string& why);
+  // The node's cloud takes it back soon (a spot interruption notice): nothing new is placed
+  // there, in memory only (the node leaves anyway), and the notice goes to the event log. Its
+  // tasks run on until the node leaves the inventory; then they are lost, their jobs requeued.
+  void InterruptNode(const std::string& name, const std::string& why);
   // The backend's restarted plugin took over `names`: those LoseNodes cordoned are uncordoned
   // (unless an operator set their flags since); `forgotten`, the tasks the lost plugin was
   // asked to run, no longer hold decisions back; and `live`, the tasks the new one reports, are

@@ -107,6 +107,15 @@ void Engine::LoseNodes(const std::vector<std::string>& names, const std::string&
   }
 }
 
+void Engine::InterruptNode(const std::string& name, const std::string& why) {
+  const NodeState* found = cluster_.Find(name);
+  if (found == nullptr || !found->present()) return;
+  NodeState& node = cluster_.node(found->id());
+  node.set_cordoned(true);
+  placer_.Refresh(node.id());
+  PersistNodeEvent(name, why);
+}
+
 void Engine::RegainNodes(const std::vector<std::string>& names, const std::set<TaskRef>& forgotten,
                          const std::vector<TaskRef>& live) {
   // What the lost backend was stopping is reported again by its successor if it still runs.

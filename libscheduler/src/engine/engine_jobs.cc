@@ -132,12 +132,15 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   job.last_checkpoint_us = status.last_checkpoint_us();
   job.sim_duration_ms = spec.simulation().duration_ms();
   job.sim_exit_code = spec.simulation().exit_code();
-  if (spec.command_size() > 0 || spec.env_size() > 0) {
-    auto process = std::make_shared<ProcessSpec>();
-    process->job_name = spec.name();
-    process->command.assign(spec.command().begin(), spec.command().end());
-    process->env.insert(spec.env().begin(), spec.env().end());
-    job.process = std::move(process);
+  if (spec.command_size() > 0 || spec.env_size() > 0 || spec.labels_size() > 0 ||
+      !spec.backend_spec().empty()) {
+    auto details = std::make_shared<JobDetails>();
+    details->job_name = spec.name();
+    details->command.assign(spec.command().begin(), spec.command().end());
+    details->env.insert(spec.env().begin(), spec.env().end());
+    details->labels.insert(spec.labels().begin(), spec.labels().end());
+    details->backend_spec = spec.backend_spec();
+    job.details = std::move(details);
   }
   job.attempt = std::max(1, status.attempt());
   job.start_time_us = status.start_time_us();
@@ -323,9 +326,12 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_
     if (task->allocation.share) request.partition = DescribeShare(node, task->allocation);
     request.cpu_milli = task->allocation.cpu_milli;
     request.memory_mib = task->allocation.memory_mib;
+    request.queue = queues_.Name(job->queue);
+    request.priority = job->key.priority;
+    request.time_limit_s = job->time_limit_us / 1'000'000;
     request.sim_duration_ms = job->sim_duration_ms;
     request.sim_exit_code = job->sim_exit_code;
-    request.process = job->process;
+    request.details = job->details;
     task->launched = true;
     executor_->Launch(request);
   }

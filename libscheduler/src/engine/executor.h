@@ -32,11 +32,15 @@ struct TaskRef {
   }
 };
 
-// The process a task runs, for backends that run processes.
-struct ProcessSpec {
+// What a backend is told about a task's job beyond its resources: the process it runs (for
+// backends that run processes), the job's labels and its backend spec (JobSpec.backend_spec,
+// which only the backend reads). Shared by the job's tasks.
+struct JobDetails {
   std::string job_name;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  std::map<std::string, std::string> labels;
+  std::string backend_spec;
 };
 
 struct LaunchRequest {
@@ -50,9 +54,12 @@ struct LaunchRequest {
   std::optional<v1::GpuPartition> partition;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  int64_t sim_duration_ms = 0;                 // simulation only.
-  int32_t sim_exit_code = 0;                   // simulation only.
-  std::shared_ptr<const ProcessSpec> process;  // null when the job names no command.
+  std::string queue;                          // the job's leaf queue.
+  int32_t priority = 0;                       // the job's priority.
+  int64_t time_limit_s = 0;                   // 0 = none.
+  int64_t sim_duration_ms = 0;                // simulation only.
+  int32_t sim_exit_code = 0;                  // simulation only.
+  std::shared_ptr<const JobDetails> details;  // null when the job has none of its fields.
 };
 
 class ExecutorEvents {

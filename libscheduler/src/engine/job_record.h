@@ -57,9 +57,9 @@ struct JobRecord {
   int64_t checkpoint_every_us = 0;  // simulation: checkpoints this often while running.
   int64_t sim_duration_ms = 0;
   int32_t sim_exit_code = 0;
-  // What a process backend runs; shared and null when the spec has neither, so jobs of the
-  // simulation pay one pointer.
-  std::shared_ptr<const ProcessSpec> process;
+  // What a backend is told beyond resources (the process, labels, backend spec); shared, and
+  // null when the spec has none of them, so jobs of the simulation pay one pointer.
+  std::shared_ptr<const JobDetails> details;
 
   v1::JobState state = v1::PENDING;
   int32_t attempt = 1;

@@ -92,6 +92,9 @@ struct PluginExecutor::Shared {
   // and the answer to that question.
   std::function<void()> inventory_hook;
   std::function<void(const v1::Inventory&)> inventory_taken;
+  // Strand only, while the executor lives: a partition result to take.
+  std::function<void(const std::string& node, int gpu, const v1::PartitionLayoutResult&)>
+      partition_taken;
   std::weak_ptr<Shared> self;
 
   // Strand only: the latest poll said the plugin next has something to report at `next_us`
@@ -200,6 +203,20 @@ struct PluginExecutor::Shared {
           events->OnLaunchRejected(ref, retryable, why);
         });
         break;
+      case v1::BackendEvent::SPOT_INTERRUPTION:
+        Post([on = wiring.on_interruption, node = event.node(), deadline = event.deadline_us(),
+              why = event.message()] {
+          if (on) on(node, deadline, why);
+        });
+        break;
+      case v1::BackendEvent::PROVISION_COMPLETED:
+        LogInfo(wiring.log, "plugin '{}': provisioning {} completed: {}", library->info().name,
+                event.request_id(), event.message());
+        break;
+      case v1::BackendEvent::PROVISION_FAILED:
+        LogWarning(wiring.log, "plugin '{}': provisioning {} failed: {}", library->info().name,
+                   event.request_id(), event.message());
+        break;
       case v1::BackendEvent::INVENTORY_CHANGED:
         Post([weak = self] {
           if (std::shared_ptr<Shared> s = weak.lock(); s && s->inventory_hook) s->inventory_hook();
@@ -250,6 +267,7 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   host.tessera_host_now_us = [](void* context) {
     return static_cast<Shared*>(context)->wiring.clock->NowUs();
   };
+  host.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
   shared_->self = shared_;
   shared_->poll_hook = [this] {
     PostPoll();
@@ -257,6 +275,10 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   };
   shared_->inventory_hook = [this] { PostInventoryRead(); };
   shared_->inventory_taken = [this](const v1::Inventory& inventory) { TakeInventory(inventory); };
+  shared_->partition_taken = [this](const std::string& node, int gpu,
+                                    const v1::PartitionLayoutResult& result) {
+    TakePartitionResult(node, gpu, result);
+  };
   std::weak_ptr<Shared> weak = shared_;
   worker_ = std::make_unique<PluginWorker>(library_->info().name, options_.call_deadline,
                                            [weak](const std::string& why) {
@@ -314,6 +336,7 @@ PluginExecutor::~PluginExecutor() {
     shared_->poll_hook = nullptr;  // the strand is stopped: nothing runs timers any more.
     shared_->inventory_hook = nullptr;
     shared_->inventory_taken = nullptr;
+    shared_->partition_taken = nullptr;
   }
   // Shut the instance down unless a call is stuck in it (the ABI allows one call at a time).
   if (shared_->instance != nullptr && !worker_->hung()) {
@@ -343,7 +366,49 @@ StatusOr<std::vector<v1::NodeSpec>> PluginExecutor::LoadInventory() {
   }));
   TESSERA_RETURN_IF_ERROR(call->status);
   inventory_.assign(call->inventory.nodes().begin(), call->inventory.nodes().end());
+  devices_.Take(inventory_);
   return inventory_;
+}
+
+Status PluginExecutor::StartPlugin() {
+  if (library_->descriptor().tessera_plugin_on_start == nullptr) return Status::Ok();
+  v1::StartRequest start;
+  start.set_epoch(shared_->wiring.fencing_epoch);
+  struct Call {
+    tessera_status code = TESSERA_INTERNAL;
+    StringSink error;
+  };
+  auto call = std::make_shared<Call>();
+  std::shared_ptr<Shared> shared = shared_;
+  TESSERA_RETURN_IF_ERROR(
+      worker_->RunAndWait("on_start", [shared, call, bytes = start.SerializeAsString()] {
+        call->code = shared->library->descriptor().tessera_plugin_on_start(
+            shared->instance, Bytes(bytes), &call->error.sink);
+      }));
+  if (call->code != TESSERA_OK) {
+    return Status(static_cast<StatusCode>(call->code),
+                  CallError(library_->info(), "on_start", call->code, call->error.bytes));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<v1::NodeGroup>> PluginExecutor::LoadNodeGroups() {
+  if (library_->descriptor().tessera_plugin_on_node_groups == nullptr) {
+    return std::vector<v1::NodeGroup>{};
+  }
+  struct Call {
+    Status status;
+    v1::NodeGroups groups;
+  };
+  auto call = std::make_shared<Call>();
+  std::shared_ptr<Shared> shared = shared_;
+  TESSERA_RETURN_IF_ERROR(worker_->RunAndWait("on_node_groups", [shared, call] {
+    call->status =
+        CallForReply(shared->library->descriptor().tessera_plugin_on_node_groups, shared->instance,
+                     shared->library->info(), "on_node_groups", &call->groups);
+  }));
+  TESSERA_RETURN_IF_ERROR(call->status);
+  return std::vector<v1::NodeGroup>(call->groups.groups().begin(), call->groups.groups().end());
 }
 
 StatusOr<std::vector<TaskRef>> PluginExecutor::LoadLiveTasks() {
@@ -395,22 +460,7 @@ void PluginExecutor::PostRequest(const std::string& what,
 }
 
 void PluginExecutor::Launch(const LaunchRequest& request) {
-  v1::LaunchTask launch;
-  *launch.mutable_ref() = ToProto(request.ref);
-  launch.set_node(request.node);
-  for (int gpu : request.gpus) launch.add_gpus(gpu);
-  launch.set_gpu_milli(request.gpu_milli);
-  launch.set_gpu_memory_mib(request.gpu_memory_mib);
-  if (request.partition) *launch.mutable_partition() = *request.partition;
-  launch.set_cpu_milli(request.cpu_milli);
-  launch.set_memory_mib(request.memory_mib);
-  if (request.process) {
-    launch.set_job_name(request.process->job_name);
-    for (const std::string& arg : request.process->command) launch.add_command(arg);
-    launch.mutable_env()->insert(request.process->env.begin(), request.process->env.end());
-  }
-  launch.mutable_simulation()->set_duration_ms(request.sim_duration_ms);
-  launch.mutable_simulation()->set_exit_code(request.sim_exit_code);
+  const v1::LaunchTask launch = MakeLaunchTask(request, devices_, shared_->wiring.fencing_epoch);
   ExecutorEvents* events = shared_->wiring.events;
   const TaskRef ref = request.ref;
   PostRequest(
@@ -426,6 +476,7 @@ void PluginExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
   v1::StopTask stop;
   *stop.mutable_ref() = ToProto(task);
   stop.set_grace_ms(grace_ms);
+  stop.set_epoch(shared_->wiring.fencing_epoch);
   PostRequest("on_stop", &library_->descriptor().tessera_plugin_on_stop, stop.SerializeAsString());
   PostPoll();
 }
@@ -436,18 +487,84 @@ void PluginExecutor::Resize(const TaskRef& job, int tasks) {
   resize.set_job(job.job);
   resize.set_attempt(job.attempt);
   resize.set_tasks(tasks);
+  resize.set_epoch(shared_->wiring.fencing_epoch);
   PostRequest("on_resize", &library_->descriptor().tessera_plugin_on_resize,
               resize.SerializeAsString());
 }
 
 void PluginExecutor::ApplyMigLayout(const std::string& node, int gpu,
                                     const std::vector<v1::MigInstance>& layout) {
+  if (library_->descriptor().tessera_plugin_on_apply_partition_layout != nullptr) {
+    PostPartitionLayout(node, gpu, layout);
+    return;
+  }
   v1::MigLayoutRequest request;
+  request.set_epoch(shared_->wiring.fencing_epoch);
   request.set_node(node);
   request.set_gpu(gpu);
   for (const v1::MigInstance& m : layout) *request.add_layout() = m;
   PostRequest("on_apply_mig_layout", &library_->descriptor().tessera_plugin_on_apply_mig_layout,
               request.SerializeAsString());
+}
+
+void PluginExecutor::PostPartitionLayout(const std::string& node, int gpu,
+                                         const std::vector<v1::MigInstance>& layout) {
+  v1::PartitionLayoutRequest request;
+  request.set_node(node);
+  request.set_gpu(gpu);
+  request.mutable_layout()->set_sharing(v1::GPU_SHARING_MIG);
+  for (const v1::MigInstance& m : layout) *request.mutable_layout()->add_mig_instances() = m;
+  request.set_epoch(shared_->wiring.fencing_epoch);
+  if (unhealthy_) return;
+  std::shared_ptr<Shared> shared = shared_;
+  const std::string what = "on_apply_partition_layout";
+  Queue(what, [shared, what, node, gpu, bytes = request.SerializeAsString()] {
+    StringSink out;
+    StringSink error;
+    const tessera_status code =
+        shared->library->descriptor().tessera_plugin_on_apply_partition_layout(
+            shared->instance, Bytes(bytes), &out.sink, &error.sink);
+    if (code != TESSERA_OK) {
+      shared->CallFailed(what, CallError(shared->library->info(), what, code, error.bytes),
+                         nullptr);
+      return;
+    }
+    auto result = std::make_shared<v1::PartitionLayoutResult>();
+    if (!result->ParseFromString(out.bytes)) {
+      shared->MarkUnhealthy("plugin '" + shared->library->info().name + "': " + what +
+                            " wrote bytes that are not a tessera.v1.PartitionLayoutResult");
+      return;
+    }
+    shared->CallSucceeded(what);
+    shared->Post([shared, node, gpu, result] {
+      if (shared->partition_taken) shared->partition_taken(node, gpu, *result);
+    });
+  });
+}
+
+void PluginExecutor::TakePartitionResult(const std::string& node, int gpu,
+                                         const v1::PartitionLayoutResult& result) {
+  v1::NodeSpec* spec = nullptr;
+  for (v1::NodeSpec& n : inventory_) {
+    if (n.name() == node) spec = &n;
+  }
+  if (spec == nullptr || gpu < 0 || gpu >= spec->gpus_size()) return;  // gone meanwhile.
+  v1::GpuDevice* device = spec->mutable_gpus(gpu);
+  *device->mutable_mig_instances() = result.applied().mig_instances();
+  *device->mutable_instances() = result.instances();
+  devices_.TakeGpu(node, gpu, *device);
+  if (result.error().empty()) return;
+  // The engine learns the layout the GPU has, and stops re-partitioning it (it would only fail
+  // again, and in virtual time without end) until the plugin reports its inventory anew.
+  device->set_mig_managed(false);
+  LogWarning(shared_->wiring.log,
+             "plugin '{}': the layout of GPU {} of node '{}' failed: {}; it keeps its {} MIG "
+             "instance(s) and is not re-partitioned until the plugin reports it again",
+             library_->info().name, gpu, node, result.error(),
+             result.applied().mig_instances_size());
+  InventoryDiff diff;
+  diff.changed.push_back(*spec);
+  if (shared_->wiring.on_inventory) shared_->wiring.on_inventory(diff);
 }
 
 void PluginExecutor::PostPoll() {
@@ -490,6 +607,7 @@ void PluginExecutor::TakeInventory(const v1::Inventory& inventory) {
   std::vector<v1::NodeSpec> now(inventory.nodes().begin(), inventory.nodes().end());
   const InventoryDiff diff = DiffInventory(inventory_, now);
   inventory_ = std::move(now);
+  devices_.Take(inventory_);
   if (!diff.empty() && shared_->wiring.on_inventory) shared_->wiring.on_inventory(diff);
 }
 

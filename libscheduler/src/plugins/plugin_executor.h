@@ -45,6 +45,7 @@
 #include "engine/executor.h"
 #include "engine/timer_queue.h"
 #include "model/inventory_diff.h"
+#include "plugins/launch_message.h"
 #include "plugins/plugin_library.h"
 #include "plugins/plugin_worker.h"
 #include "tessera/clock.h"
@@ -75,6 +76,12 @@ class PluginExecutor final : public Executor {
     // The scheduler's log (Options::log): the plugin's own lines (tessera_host_log) and what
     // goes wrong with it.
     LogOptions log;
+    // Options::fencing_epoch, sent in every request (ABI 1.1).
+    uint64_t fencing_epoch = 0;
+    // A capacity provider's cloud takes `node` back at `deadline_us` (SPOT_INTERRUPTION); runs on
+    // the strand.
+    std::function<void(const std::string& node, int64_t deadline_us, const std::string& why)>
+        on_interruption;
   };
 
   // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.
@@ -86,6 +93,11 @@ class PluginExecutor final : public Executor {
   // Asks the plugin for its nodes and its live tasks; used while opening, before the strand runs.
   StatusOr<std::vector<v1::NodeSpec>> LoadInventory();
   StatusOr<std::vector<TaskRef>> LoadLiveTasks();
+  // ABI 1.1, after LoadInventory and LoadLiveTasks: on_start with the fencing epoch (a plugin
+  // without on_start, one of ABI 1.0 say, skips it). Errors: the plugin's, as on_init's.
+  Status StartPlugin();
+  // A capacity provider's node groups (ABI 1.1 on_node_groups); none for a plugin without it.
+  StatusOr<std::vector<v1::NodeGroup>> LoadNodeGroups();
   // Asks the plugin for its events now. Called once it is opened, so that on a virtual clock the
   // plugin's first wake-up (BackendEvents.next_event_us: a scripted change, say) is known
   // before anything is launched.
@@ -130,6 +142,14 @@ class PluginExecutor final : public Executor {
   void PostTelemetry();
   // Asks the plugin for its inventory again (it reported INVENTORY_CHANGED).
   void PostInventoryRead();
+  // ABI 1.1 partitioners: on_apply_partition_layout, whose result TakePartitionResult takes.
+  void PostPartitionLayout(const std::string& node, int gpu,
+                           const std::vector<v1::MigInstance>& layout);
+  // Strand: what the partitioner says GPU `gpu` of `node` has now. A layout that failed for the
+  // GPU reaches the engine as a change of the node's inventory: the layout it has, no longer
+  // managed (until the plugin's next inventory says otherwise), so it is not tried again.
+  void TakePartitionResult(const std::string& node, int gpu,
+                           const v1::PartitionLayoutResult& result);
   // Strand: `inventory` replaces the one taken before; the difference goes to the engine.
   void TakeInventory(const v1::Inventory& inventory);
   void PollerLoop();
@@ -140,6 +160,7 @@ class PluginExecutor final : public Executor {
   std::unique_ptr<PluginWorker> worker_;
   std::atomic<bool> unhealthy_{false};
   std::vector<v1::NodeSpec> inventory_;
+  DeviceBook devices_;  // the devices of inventory_, by name, for launches.
   std::vector<TaskRef> live_;
   std::thread poller_;
   std::atomic<bool> stopping_{false};

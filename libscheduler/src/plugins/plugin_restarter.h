@@ -34,6 +34,7 @@ class PluginRestarter {
     std::unique_ptr<PluginExecutor> executor;
     std::vector<v1::NodeSpec> inventory;
     std::vector<TaskRef> live;
+    std::vector<v1::NodeGroup> node_groups;  // a capacity provider's (ABI 1.1).
   };
 
   // `log` is the scheduler's (Options::log): restarts and giving up are reported there.

@@ -116,6 +116,62 @@ TEST_CASE("abi calls: every row reaches its method through tessera-plugin-host")
   CallEveryRow(**library);
 }
 
+// build/tests/plugins/libtessera_plugin_every_call_abi_1_0.so: the same plugin built against
+// the SDK as ABI 1.0 shipped it (tests/plugins/abi_1_0).
+std::string EveryCallAbi10Path() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "plugins" /
+          "libtessera_plugin_every_call_abi_1_0.so")
+      .string();
+}
+
+// A plugin of ABI 1.0: its descriptor ends at 1.0's last call, every later one reads as NULL,
+// and each of 1.0's calls reaches its method.
+void CallRowsOfAbi10(const PluginLibrary& library) {
+  CHECK(library.info().abi_minor == 0);
+  tessera_host_api host{};
+  host.struct_size = sizeof(host);
+  host.tessera_host_log = [](void*, int32_t, const char*, size_t) {};
+  host.tessera_host_emit_event = [](void*, const uint8_t*, size_t) {};
+  host.tessera_host_now_us = &NowUs;
+  host.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
+  tessera_plugin_instance* instance = nullptr;
+  Sink init_error;
+  REQUIRE(library.Init(&host, {nullptr, 0}, &instance, &init_error.sink) == TESSERA_OK);
+  const tessera_plugin_descriptor& d = library.descriptor();
+  int calls = 0;
+  const int last_of_1_0 = 12;  // on_deprovision.
+#define EVERY_CALL_1_0(name, Method, opcode, ...)                          \
+  {                                                                        \
+    INFO("on_" #name);                                                     \
+    CHECK(Present(d.tessera_plugin_on_##name) == (opcode <= last_of_1_0)); \
+    calls += opcode <= last_of_1_0 ? 1 : 0;                                \
+  }
+  TESSERA_PLUGIN_CALLS(EVERY_CALL_1_0, EVERY_CALL_1_0, EVERY_CALL_1_0)
+#undef EVERY_CALL_1_0
+  CHECK(calls == 10);
+  Sink error;
+  CHECK(d.tessera_plugin_on_launch(instance, kRequestBytes, &error.sink) == TESSERA_NOT_FOUND);
+  CHECK(error.bytes == "Launch ran on 3 request bytes");
+  Sink mig_error;
+  CHECK(d.tessera_plugin_on_apply_mig_layout(instance, kRequestBytes, &mig_error.sink) ==
+        TESSERA_NOT_FOUND);
+  CHECK(mig_error.bytes == "ApplyMigLayout ran on 3 request bytes");
+  d.tessera_plugin_on_shutdown(instance);
+}
+
+TEST_CASE("abi calls: a plugin of ABI 1.0 has 1.0's calls and no later ones, in process") {
+  auto library = PluginLibrary::Load(EveryCallAbi10Path(), {});
+  REQUIRE_MESSAGE(library.ok(), library.status().message());
+  CallRowsOfAbi10(**library);
+}
+
+TEST_CASE("abi calls: a plugin of ABI 1.0 has 1.0's calls and no later ones, isolated") {
+  auto library = PluginLibrary::LoadIsolated(EveryCallAbi10Path(), {}, TESSERA_PLUGIN_HOST_PATH,
+                                             milliseconds(5000));
+  REQUIRE_MESSAGE(library.ok(), library.status().message());
+  CallRowsOfAbi10(**library);
+}
+
 // Frames name functions by these numbers (the fuzz corpus of plugin_wire holds such frames):
 // the table may append calls, never renumber one.
 TEST_CASE("abi calls: the wire numbers of ABI 1.0's calls stay as they were") {
@@ -132,6 +188,10 @@ TEST_CASE("abi calls: the wire numbers of ABI 1.0's calls stay as they were") {
   CHECK(static_cast<int>(Function::kApplyMigLayout) == 10);
   CHECK(static_cast<int>(Function::kProvision) == 11);
   CHECK(static_cast<int>(Function::kDeprovision) == 12);
+  // ABI 1.1.
+  CHECK(static_cast<int>(Function::kStart) == 13);
+  CHECK(static_cast<int>(Function::kApplyPartitionLayout) == 14);
+  CHECK(static_cast<int>(Function::kNodeGroups) == 15);
 }
 
 // A plugin built against ABI 1.0's abi.h must keep loading: the layout of minor 0's fields is

@@ -94,7 +94,7 @@ TEST_CASE("sim: an empty config is two nodes of eight A100-80GB") {
   CHECK(host->name() == "sim");
   CHECK(host->Declares(TESSERA_PLUGIN_KIND_EXECUTOR));
   CHECK(host->Declares(TESSERA_PLUGIN_KIND_PARTITIONER));
-  CHECK_FALSE(host->Declares(TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER));
+  CHECK(host->Declares(TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER));  // ABI 1.1: it provisions.
   v1::Inventory inventory;
   REQUIRE(host->Inventory(&inventory).ok());
   REQUIRE(inventory.nodes_size() == 2);
@@ -313,7 +313,7 @@ TEST_CASE("sim: bad launches are refused naming the field") {
   CHECK(LiveJobs(*host).empty());
 }
 
-TEST_CASE("sim: a MIG layout is applied to the inventory") {
+TEST_CASE("sim: a MIG layout of an ABI 1.0 host is applied to the inventory") {
   std::unique_ptr<FakeHost> host = StartSim(R"({"groups": [
       {"name_prefix": "mig", "count": 1, "cpu_milli": 64000, "memory_mib": 524288, "gpus": 2,
        "gpu_model": "A100-80GB", "gpu_memory_mib": 81920, "sharing": "GPU_SHARING_MIG",
@@ -338,21 +338,22 @@ TEST_CASE("sim: a MIG layout is applied to the inventory") {
   CHECK(node.gpus(1).mig_instances(1).start() == 4);
   CHECK(node.gpus(0).mig_instances_size() == 1);  // the other GPU keeps its layout.
 
+  // ABI 1.0 has no per-GPU result: a layout that fails for its GPU is the call's error.
   request.set_node("nowhere");
   PluginStatus status = host->ApplyMigLayout(request);
-  CHECK(status.code == TESSERA_NOT_FOUND);
-  CHECK(status.message == "node: unknown node 'nowhere'");
+  CHECK(status.code == TESSERA_FAILED_PRECONDITION);
+  CHECK(status.message == "node 'nowhere' is not in the inventory");
   request.set_node("mig-0");
   request.set_gpu(2);
   status = host->ApplyMigLayout(request);
-  CHECK(status.code == TESSERA_NOT_FOUND);
-  CHECK(status.message == "gpu: node 'mig-0' has no GPU 2");
+  CHECK(status.code == TESSERA_FAILED_PRECONDITION);
+  CHECK(status.message == "node 'mig-0' has no GPU 2");
   request.set_node("whole-0");
   request.set_gpu(0);
   status = host->ApplyMigLayout(request);
   CHECK(status.code == TESSERA_FAILED_PRECONDITION);
   CHECK(status.message ==
-        "gpu: GPU 0 of node 'whole-0' is not in MIG mode (sharing GPU_SHARING_DEFAULT)");
+        "GPU 0 of node 'whole-0' is shared as GPU_SHARING_DEFAULT, not GPU_SHARING_MIG");
 }
 
 TEST_CASE("sim: passes the SDK's conformance kit") {

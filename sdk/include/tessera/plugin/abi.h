@@ -36,9 +36,18 @@
  *
  * Threads: the host never calls one plugin instance from two threads at once, except
  * on_poll_events and on_telemetry, which may overlap any other call. A plugin may call the host
- * callbacks from any thread, at any time between on_init's return and on_shutdown's return.
+ * callbacks from any thread, at any time between on_init's return and on_shutdown's return;
+ * a host of ABI 1.1 then calls on_start, where a plugin starts the threads that watch its
+ * backend and report (a host of 1.0 never calls it: a plugin that must run under one starts
+ * them when the host's tessera_host_api.struct_size shows no abi_minor field, see below).
  * A call should return promptly: the host abandons a call after its deadline (5 s by default),
  * marks the plugin unhealthy and stops using it until it is restarted.
+ *
+ * Versions and sizes: both structs grow only at their ends, one minor at a time, and each side
+ * reads the other's by its declared struct_size: fields past it are absent (NULL, 0). ABI 1.1
+ * appended tessera_host_api.abi_minor and the descriptor's on_start, on_apply_partition_layout
+ * and on_node_groups; the messages gained fields a 1.0 peer leaves unset (plugin.proto says which,
+ * among them a fencing epoch in every request). docs/plugins.md, "ABI 1.1", lists the changes.
  *
  * Names say direction: tessera_plugin_on_* fields are called by the host, tessera_host_*
  * callbacks by the plugin.
@@ -54,7 +63,7 @@ extern "C" {
 #endif
 
 #define TESSERA_PLUGIN_ABI_MAJOR 1
-#define TESSERA_PLUGIN_ABI_MINOR 0
+#define TESSERA_PLUGIN_ABI_MINOR 1
 
 /* The one symbol a plugin exports: const tessera_plugin_descriptor* tessera_plugin_entry(void). */
 #define TESSERA_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
@@ -75,6 +84,10 @@ typedef int32_t tessera_status;
 #define TESSERA_PLUGIN_KIND_EXECUTOR 1u          /* runs tasks: inventory, launch, stop, ... */
 #define TESSERA_PLUGIN_KIND_PARTITIONER 2u       /* shapes GPUs: on_apply_mig_layout */
 #define TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER 4u /* adds and removes nodes: on_provision */
+/* Every kind: for calls any plugin may have (on_start). */
+#define TESSERA_PLUGIN_KIND_ANY                                     \
+  (TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER | \
+   TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER)
 
 /* Log levels for tessera_host_log. */
 #define TESSERA_LOG_DEBUG 0
@@ -108,6 +121,9 @@ typedef struct tessera_host_api {
   /* The host's clock in microseconds since the Unix epoch (virtual in simulations: a plugin
    * must use it, not the system clock, for anything the host should see). Thread-safe. */
   int64_t (*tessera_host_now_us)(void* context);
+  /* ABI 1.1: the host's TESSERA_PLUGIN_ABI_MINOR. Absent (struct_size too small to hold it)
+   * under a 1.0 host, which never calls on_start. */
+  uint32_t abi_minor;
 } tessera_host_api;
 
 /* An instance of a plugin, made by on_init; opaque to the host. */
@@ -171,6 +187,23 @@ typedef struct tessera_plugin_descriptor {
                                                 tessera_sink* error);
   tessera_status (*tessera_plugin_on_deprovision)(tessera_plugin_instance* instance,
                                                   tessera_bytes request, tessera_sink* error);
+
+  /* ABI 1.1. Each may be NULL; a 1.0 plugin's struct_size ends before them. */
+  /* Any kind. `request` is tessera.v1.StartRequest. Called once, after on_init (and, for an
+   * executor, after the first on_inventory and on_reconcile), when the host callbacks are
+   * usable: start watching the backend here. An error fails the start like on_init's. */
+  tessera_status (*tessera_plugin_on_start)(tessera_plugin_instance* instance,
+                                            tessera_bytes request, tessera_sink* error);
+  /* Partitioner. `request` is tessera.v1.PartitionLayoutRequest; writes
+   * tessera.v1.PartitionLayoutResult. Preferred to on_apply_mig_layout when present; a layout
+   * that fails for one GPU is a result with `error` set, not an error return. */
+  tessera_status (*tessera_plugin_on_apply_partition_layout)(tessera_plugin_instance* instance,
+                                                             tessera_bytes request,
+                                                             tessera_sink* out,
+                                                             tessera_sink* error);
+  /* Capacity provider. Writes tessera.v1.NodeGroups: the kinds of node on_provision can add. */
+  tessera_status (*tessera_plugin_on_node_groups)(tessera_plugin_instance* instance,
+                                                  tessera_sink* out, tessera_sink* error);
   /* Minor versions append fields here, each with its row in abi_calls.h. */
 } tessera_plugin_descriptor;
 

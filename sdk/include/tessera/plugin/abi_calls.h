@@ -23,7 +23,8 @@
  *   opcode   its number in the isolated host's frames and its bit in DescriptorInfo::functions:
  *            the field's place in the descriptor's function table, counting on_init as 1 and
  *            on_shutdown as 2 (checked below), so never reused, at most 31;
- *   kind     the plugins that have it: TESSERA_PLUGIN_KIND_<kind>; NULL in the others;
+ *   kind     the plugins that have it: TESSERA_PLUGIN_KIND_<kind> (ANY: every plugin); NULL in
+ *            the others;
  *   need     REQUIRED or OPTIONAL for a plugin of that kind (TESSERA_PLUGIN_CALL_<need>; the
  *            conformance kit's handshake check);
  *   Request, Reply: the tessera.v1 messages it reads and writes (plugin.proto), as the shape
@@ -65,7 +66,12 @@
   REQUEST_REPLY(provision,        Provision,      11,    CAPACITY_PROVIDER, REQUIRED,             \
                 ProvisionRequest, ProvisionResult)                                                \
   REQUEST(      deprovision,      Deprovision,    12,    CAPACITY_PROVIDER, REQUIRED,             \
-                DeprovisionRequest)
+                DeprovisionRequest)                                                               \
+  /* ABI 1.1 */                                                                                   \
+  REQUEST(      start,            Start,          13,    ANY,               OPTIONAL, StartRequest) \
+  REQUEST_REPLY(apply_partition_layout, ApplyPartitionLayout, 14, PARTITIONER, OPTIONAL,          \
+                PartitionLayoutRequest, PartitionLayoutResult)                                    \
+  REPLY(        node_groups,      NodeGroups,     15,    CAPACITY_PROVIDER, OPTIONAL, NodeGroups)
 /* clang-format on */
 
 /* The `need` column as a number: whether a plugin of the row's kind must have the call. */

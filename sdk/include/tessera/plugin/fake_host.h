@@ -130,6 +130,14 @@ class FakeHost {
   bool Declares(uint32_t kind) const { return (descriptor_.kinds & kind) != 0; }
   bool initialized() const { return instance_ != nullptr; }
 
+  // Plays a host of ABI 1.0 from the next Init on: its tessera_host_api ends before abi_minor
+  // (struct_size says so), as a plugin loaded by an older scheduler sees it. Such a host never
+  // calls Start; nothing stops a test from calling it anyway.
+  void PoseAsAbi10Host() {
+    host_api_.struct_size = static_cast<uint32_t>(offsetof(tessera_host_api, abi_minor));
+    host_api_.abi_minor = 0;
+  }
+
   // on_init with `config` (the plugin's own format). Errors: the plugin's (INVALID_ARGUMENT for
   // a bad config); FAILED_PRECONDITION when already initialized; INTERNAL when the plugin says OK
   // without an instance.
@@ -309,6 +317,7 @@ class FakeHost {
     host_api_.tessera_host_log = &FakeHost::HostLog;
     host_api_.tessera_host_emit_event = &FakeHost::HostEmitEvent;
     host_api_.tessera_host_now_us = &FakeHost::HostNowUs;
+    host_api_.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
   }
 
   static PluginStatus Make(const tessera_plugin_descriptor* d, std::shared_ptr<void> library,

@@ -19,10 +19,14 @@
 // answer TESSERA_FAILED_PRECONDITION ("not supported"); the descriptor leaves the function NULL
 // for kinds the plugin does not declare.
 //
-// Host gives the plugin the host's log, event and clock callbacks.
+// Host gives the plugin the host's log, event and clock callbacks, and the host's ABI minor.
+// Under a host of ABI 1.1 the callbacks are usable from Start on: start watcher threads there,
+// not in Init. Under a host of 1.0 (host().abi_minor() == 0) Start is never called, and a
+// plugin that must run there starts them at the end of Init.
 //
-// Failing one task: a PluginStatus other than Ok from any call after Init marks the whole
-// plugin unhealthy (every node cordoned, every placed job requeued; abi.h has the rule). When
+// Failing one task: a PluginStatus other than Ok from a call after Init fails that request, and
+// a few in a row (the host's max_consecutive_errors) mark the whole plugin unhealthy (its nodes
+// cordoned, its placed jobs requeued; abi.h has the rule). When
 // one launch cannot run (no such node or GPU, a command that will not start), emit a
 // LAUNCH_REJECTED event for its TaskRef, saying why and whether another attempt may succeed,
 // and return Ok:
@@ -40,7 +44,10 @@
 // the plugin itself is broken and should be restarted.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -97,6 +104,12 @@ class Host {
   Host() = default;
   explicit Host(const tessera_host_api* api) : api_(api) {}
 
+  // The host's ABI minor: 0 for a host of 1.0, whose tessera_host_api ends before the field.
+  uint32_t abi_minor() const {
+    const size_t needed = offsetof(tessera_host_api, abi_minor) + sizeof(uint32_t);
+    return api_ && api_->struct_size >= needed ? api_->abi_minor : 0;
+  }
+
   void Log(int32_t level, std::string_view message) const {
     if (api_ && api_->tessera_host_log) {
       api_->tessera_host_log(api_->context, level, message.data(), message.size());
@@ -125,6 +138,10 @@ class Plugin {
 
   // `config` is the bytes the operator configured for this plugin, in the plugin's own format.
   virtual PluginStatus Init(const std::string& /*config*/) { return PluginStatus::Ok(); }
+  // ABI 1.1: called once after Init (for an executor, after the first Inventory and
+  // Reconcile) when the host callbacks are usable; start watching the backend here.
+  // request.epoch() is the host's fencing epoch (tessera/plugin/epoch_fence.h).
+  virtual PluginStatus Start(const v1::StartRequest& /*request*/) { return PluginStatus::Ok(); }
   // Called once, last. Stop background threads here; tasks keep running.
   virtual void Shutdown() {}
 
@@ -139,9 +156,28 @@ class Plugin {
   virtual PluginStatus PollEvents(v1::BackendEvents* /*out*/) { return PluginStatus::Ok(); }
   virtual PluginStatus Reconcile(v1::LiveTasks* /*out*/) { return NotSupported("reconcile"); }
   virtual PluginStatus Telemetry(v1::TelemetryBatch* /*out*/) { return PluginStatus::Ok(); }
-  // Partitioner.
+  // Partitioner. ABI 1.1 hosts call ApplyPartitionLayout; ABI 1.0 hosts ApplyMigLayout.
   virtual PluginStatus ApplyMigLayout(const v1::MigLayoutRequest& /*request*/) {
     return NotSupported("apply_mig_layout");
+  }
+  // Shapes one GPU and says what it has now. A layout that fails for this GPU answers Ok with
+  // result->error set and result->applied what the GPU has (v1::PartitionLayoutResult). By
+  // default a MIG layout goes to ApplyMigLayout (the result then names no devices) and any other
+  // form is refused for this GPU, so a partitioner written for ABI 1.0 keeps working.
+  virtual PluginStatus ApplyPartitionLayout(const v1::PartitionLayoutRequest& request,
+                                            v1::PartitionLayoutResult* result) {
+    if (request.layout().sharing() != v1::GPU_SHARING_MIG) {
+      result->set_error("this partitioner shapes MIG layouts only");
+      return PluginStatus::Ok();
+    }
+    v1::MigLayoutRequest mig;
+    mig.set_node(request.node());
+    mig.set_gpu(request.gpu());
+    *mig.mutable_layout() = request.layout().mig_instances();
+    mig.set_epoch(request.epoch());
+    PluginStatus status = ApplyMigLayout(mig);
+    if (status.ok()) *result->mutable_applied() = request.layout();
+    return status;
   }
   // Capacity provider.
   virtual PluginStatus Provision(const v1::ProvisionRequest& /*request*/,
@@ -151,6 +187,8 @@ class Plugin {
   virtual PluginStatus Deprovision(const v1::DeprovisionRequest& /*request*/) {
     return NotSupported("deprovision");
   }
+  // ABI 1.1: the kinds of node Provision can add (none by default).
+  virtual PluginStatus NodeGroups(v1::NodeGroups* /*out*/) { return PluginStatus::Ok(); }
 
  protected:
   const Host& host() const { return host_; }
@@ -167,9 +205,16 @@ namespace detail {
 
 // What the ABI's opaque instance points to.
 struct Instance {
-  tessera_host_api host;  // a copy: the pointer the plugin holds stays valid.
+  // A copy of the host's struct, as much of it as the host declared (struct_size): fields of a
+  // later minor than the host's stay zero.
+  tessera_host_api host{};
   std::unique_ptr<Plugin> plugin;
 };
+
+inline void CopyHostApi(const tessera_host_api& from, tessera_host_api* to) {
+  *to = tessera_host_api{};
+  std::memcpy(to, &from, std::min<size_t>(from.struct_size, sizeof(tessera_host_api)));
+}
 
 inline Plugin& Of(tessera_plugin_instance* instance) {
   return *reinterpret_cast<Instance*>(instance)->plugin;
@@ -251,7 +296,7 @@ const tessera_plugin_descriptor* Describe(const char* name, const char* version,
           return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "on_init: null host or out");
         }
         auto instance = std::make_unique<Instance>();
-        instance->host = *host;
+        CopyHostApi(*host, &instance->host);
         instance->plugin = std::make_unique<T>(Host(&instance->host));
         PluginStatus status = instance->plugin->Init(
             std::string(reinterpret_cast<const char*>(config.data), config.size));

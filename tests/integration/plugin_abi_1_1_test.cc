@@ -1,0 +1,173 @@
+// Plugin ABI 1.1 through the public API, in virtual time: plugins built against the 1.0 SDK
+// still load and run jobs (in process and isolated); a capacity provider's spot interruption
+// notice cordons its node and the node's job is requeued when the node goes; a re-partition that
+// fails for its GPU leaves the scheduler with the layout the GPU really has; a capacity
+// provider's node groups are visible. The sim plugin (plugins/sim) and the test backend built
+// against abi_1_0 (tests/plugins/CMakeLists.txt) are the backends.
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "integration/fixture.h"
+
+#if TESSERA_HAVE_BACKEND_PLUGINS
+namespace tessera {
+namespace {
+
+using namespace testing;
+
+BackendOptions Backend(const std::string& name, const std::string& plugin,
+                       const std::string& config, bool isolate = false) {
+  BackendOptions b;
+  b.name = name;
+  b.plugin.plugin = plugin;
+  b.plugin.config = config;
+  b.plugin.isolate = isolate;
+  return b;
+}
+
+v1::Backend OnlyBackend(Scheduler* s) {
+  auto backends = s->ListBackends();
+  REQUIRE_MESSAGE(backends.ok(), backends.status().ToString());
+  REQUIRE(backends->size() == 1);
+  return backends->front();
+}
+
+v1::Node NodeNamed(Scheduler* s, const std::string& name) {
+  auto nodes = s->ListNodes();
+  REQUIRE_MESSAGE(nodes.ok(), nodes.status().ToString());
+  for (const v1::Node& n : *nodes) {
+    if (n.spec().name() == name) return n;
+  }
+  return {};
+}
+
+bool EventSays(Scheduler* s, const std::string& text) {
+  auto events = s->WatchEvents(0, 10'000, std::chrono::milliseconds(0));
+  REQUIRE(events.ok());
+  for (const v1::Event& e : *events) {
+    if (e.reason().find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_CASE(
+    "ABI 1.0: a plugin built against the 1.0 SDK loads and runs jobs, in process and isolated") {
+  for (bool isolate : {false, true}) {
+    CAPTURE(isolate);
+    Options options;
+    options.backends.push_back(Backend(
+        "old", std::string(TESSERA_TEST_PLUGIN_DIR) + "/libtessera_plugin_test_backend_abi_1_0.so",
+        "nodes=1", isolate));
+    auto t = Open(options);
+    Scheduler* s = t.scheduler.get();
+    const v1::Backend old = OnlyBackend(s);
+    CHECK(old.abi() == "1.0");
+    CHECK(old.healthy());
+    const uint64_t job =
+        MustSubmit(s, JobSpecBuilder("default").Gpus(2).SimulatedDurationMs(5'000).Build()).id();
+    t->WaitIdle();
+    CHECK(MustGet(s, job).status().state() == v1::RUNNING);
+    t.clock->AdvanceUs(5'000'000);
+    // The isolated host reports through its socket: give it a moment of real time.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (MustGet(s, job).status().state() != v1::SUCCEEDED &&
+           std::chrono::steady_clock::now() < deadline) {
+      t->WaitIdle();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(MustGet(s, job).status().state() == v1::SUCCEEDED);
+    CHECK(OnlyBackend(s).healthy());
+  }
+}
+
+TEST_CASE("ABI 1.1: a spot interruption cordons its node; the job there is requeued as it goes") {
+  // spot-0 is there from the start; at 1 s its cloud says it takes it back 10 s later; steady-0
+  // joins at 20 s.
+  Options options;
+  options.plugin_dirs = {TESSERA_PLUGIN_DIR};
+  options.backends.push_back(Backend("cloud", "sim", R"({
+      "groups": [{"namePrefix": "spot", "count": 1, "cpuMilli": 8000, "memoryMib": 16384,
+                  "gpus": 1, "gpuModel": "L40S", "gpuMemoryMib": 46068}],
+      "changes": [
+        {"atMs": 1000, "interrupt": ["spot-0"], "noticeMs": 10000},
+        {"atMs": 20000, "join": {"namePrefix": "steady", "count": 1, "cpuMilli": 8000,
+                                 "memoryMib": 16384, "gpus": 1, "gpuModel": "L40S",
+                                 "gpuMemoryMib": 46068}}]})"));
+  auto t = Open(options);
+  Scheduler* s = t.scheduler.get();
+  const uint64_t job =
+      MustSubmit(s, JobSpecBuilder("default").Gpus(1).SimulatedDurationMs(600'000).Build()).id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, job).status().placements(0).node() == "spot-0");
+
+  t.clock->AdvanceUs(1'000'000);
+  t->WaitIdle();
+  // Noticed: nothing new goes there, but the job runs on until the node leaves.
+  CHECK(NodeNamed(s, "spot-0").status().cordoned());
+  CHECK(EventSays(s, "spot interruption reported by backend 'cloud'"));
+  CHECK(MustGet(s, job).status().state() == v1::RUNNING);
+
+  t.clock->AdvanceUs(10'000'000);
+  t->WaitIdle();
+  CHECK(NodeNamed(s, "spot-0").spec().name().empty());  // gone.
+  const v1::Job requeued = MustGet(s, job);
+  CHECK(requeued.status().state() == v1::PENDING);
+
+  t.clock->AdvanceUs(9'000'000);
+  t->WaitIdle();
+  const v1::Job rerun = MustGet(s, job);
+  CHECK(rerun.status().state() == v1::RUNNING);
+  CHECK(rerun.status().placements(0).node() == "steady-0");
+  CHECK(rerun.status().attempt() == 2);
+}
+
+TEST_CASE("ABI 1.1: a re-partition that fails for its GPU leaves the layout the GPU has") {
+  Options options;
+  options.plugin_dirs = {TESSERA_PLUGIN_DIR};
+  options.backends.push_back(Backend("sim", "sim", R"({
+      "groups": [{"namePrefix": "h100", "count": 1, "cpuMilli": 64000, "memoryMib": 262144,
+                  "gpus": 1, "gpuModel": "H100-80GB", "gpuMemoryMib": 81920,
+                  "sharing": "GPU_SHARING_MIG", "migManaged": true,
+                  "migInstances": [{"profile": "7g.80gb", "start": 0}]}],
+      "failingPartitionNodes": ["h100-0"]})"));
+  auto t = Open(options);
+  Scheduler* s = t.scheduler.get();
+  // A 3g job makes the scheduler re-partition the 7g GPU; the plugin says it failed.
+  const uint64_t job = MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id();
+  t->WaitIdle();
+  t.clock->AdvanceUs(1'000'000);
+  t->WaitIdle();
+  const v1::GpuDevice gpu = NodeNamed(s, "h100-0").spec().gpus(0);
+  REQUIRE(gpu.mig_instances_size() == 1);
+  CHECK(gpu.mig_instances(0).profile() == "7g.80gb");  // what the GPU has.
+  CHECK_FALSE(gpu.mig_managed());                      // and is not tried again.
+  CHECK(MustGet(s, job).status().state() == v1::PENDING);
+  CHECK(OnlyBackend(s).healthy());  // one GPU's failure is not the plugin's.
+}
+
+TEST_CASE("ABI 1.1: a capacity provider's node groups are shown with its backend") {
+  Options options;
+  options.plugin_dirs = {TESSERA_PLUGIN_DIR};
+  options.backends.push_back(Backend("cloud", "sim", R"({
+      "groups": [{"namePrefix": "base", "count": 1, "cpuMilli": 8000, "memoryMib": 16384}],
+      "capacity": [{"nodes": {"namePrefix": "burst", "count": 8, "cpuMilli": 32000,
+                              "memoryMib": 262144, "gpus": 4, "gpuModel": "L40S",
+                              "gpuMemoryMib": 46068},
+                    "pricePerHour": 7.25, "market": "SPOT"}]})"));
+  auto t = Open(options);
+  const v1::Backend cloud = OnlyBackend(t.scheduler.get());
+  CHECK(cloud.abi() == "1.1");
+  REQUIRE(cloud.node_groups_size() == 1);
+  CHECK(cloud.node_groups(0).name() == "burst");
+  CHECK(cloud.node_groups(0).max_nodes() == 8);
+  CHECK(cloud.node_groups(0).price_per_hour() == 7.25);
+  CHECK(cloud.node_groups(0).market() == v1::SPOT);
+  bool provider = false;
+  for (const std::string& role : cloud.roles()) provider |= role == "capacity_provider";
+  CHECK(provider);
+}
+
+}  // namespace
+}  // namespace tessera
+#endif
