@@ -56,12 +56,12 @@ TEST_CASE("plugin host: the handshake refuses another major version and accepts 
   auto wrong = InspectPlugin(TestPlugin("raw1"));
   REQUIRE_FALSE(wrong.ok());
   CHECK(wrong.status().code() == StatusCode::kFailedPrecondition);
-  CHECK(wrong.status().message().find("built for plugin ABI 2.0, but this scheduler speaks 1.0") !=
+  CHECK(wrong.status().message().find("built for plugin ABI 2.1, but this scheduler speaks 1.1") !=
         std::string::npos);
 
   auto newer = InspectPlugin(TestPlugin("raw2"));
   REQUIRE_MESSAGE(newer.ok(), newer.status().ToString());
-  CHECK(newer->abi_minor == 1);
+  CHECK(newer->abi_minor == 2);  // one past this scheduler's 1.1 (tests/plugins/raw_plugin.cc).
   CHECK(newer->name == "raw");
   CHECK(newer->executor);
 
@@ -91,7 +91,7 @@ TEST_CASE(
     CHECK(wrong.status().code() == StatusCode::kFailedPrecondition);
     CHECK(wrong.status().message().find("executor_plugin") != std::string::npos);
     CHECK(wrong.status().message().find(
-              "built for plugin ABI 2.0, but this scheduler speaks 1.0") != std::string::npos);
+              "built for plugin ABI 2.1, but this scheduler speaks 1.1") != std::string::npos);
 
     Options not_plugin = WithPlugin("raw1", "", hosting);
     not_plugin.executor_plugin->plugin = "/lib/x86_64-linux-gnu/libc.so.6";
