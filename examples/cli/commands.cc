@@ -181,6 +181,25 @@ void PrintBackends(const std::vector<v1::Backend>& backends) {
   for (const v1::Backend& b : backends) {
     if (!b.healthy()) std::cout << b.name() << ": " << b.unhealthy_reason() << '\n';
   }
+  // What has been asked of each backend, and the latest thing that failed.
+  bool any_operations = false;
+  for (const v1::Backend& b : backends) any_operations |= b.operations_size() > 0;
+  if (any_operations) {
+    std::cout << '\n';
+    Table operations({"BACKEND", "OPERATION", "IN FLIGHT", "SUCCEEDED", "FAILED"});
+    for (const v1::Backend& b : backends) {
+      for (const v1::BackendOperations& op : b.operations()) {
+        operations.AddRow({b.name(), op.kind(), std::to_string(op.in_flight()),
+                           std::to_string(op.succeeded()), std::to_string(op.failed())});
+      }
+    }
+    operations.Print(std::cout);
+    for (const v1::Backend& b : backends) {
+      if (!b.last_operation_failure().empty()) {
+        std::cout << b.name() << ": last failed operation: " << b.last_operation_failure() << '\n';
+      }
+    }
+  }
   // What each capacity provider can add.
   bool any_groups = false;
   for (const v1::Backend& b : backends) any_groups |= b.node_groups_size() > 0;

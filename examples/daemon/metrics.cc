@@ -175,6 +175,30 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
       w.Sample("tessera_backend_restarts_total", {{"backend", b.name()}}, b.restarts());
     }
   }
+  w.Header("tessera_backend_operations_in_flight", "gauge",
+           "Operations (launch, stop, resize, partition, provision, deprovision) asked of the "
+           "backend and not ended yet.");
+  if (backends.ok()) {
+    for (const auto& b : *backends) {
+      for (const auto& op : b.operations()) {
+        w.Sample("tessera_backend_operations_in_flight",
+                 {{"backend", b.name()}, {"kind", op.kind()}}, op.in_flight());
+      }
+    }
+  }
+  w.Header("tessera_backend_operations_total", "counter",
+           "Operations the backend ended, by kind and result (succeeded, failed).");
+  if (backends.ok()) {
+    for (const auto& b : *backends) {
+      for (const auto& op : b.operations()) {
+        w.Sample("tessera_backend_operations_total",
+                 {{"backend", b.name()}, {"kind", op.kind()}, {"result", "succeeded"}},
+                 op.succeeded());
+        w.Sample("tessera_backend_operations_total",
+                 {{"backend", b.name()}, {"kind", op.kind()}, {"result", "failed"}}, op.failed());
+      }
+    }
+  }
 
   auto nodes = scheduler.ListNodes();
   struct GpuMetric {

@@ -4,8 +4,10 @@
 //
 //   1. The host loads the plugin (dlopen, RTLD_LOCAL), calls its entry function and sends the
 //      descriptor's fields in a kHello frame; the scheduler does the ABI handshake on them.
-//   2. kCall frames are served in order on one call thread (the scheduler sends one call at a
-//      time per plugin); each gets a kReply with the status and what the plugin wrote.
+//   2. kCall frames are served in order on two call threads, the lanes of the scheduler's
+//      PluginExecutor: on_poll_events and on_telemetry (which the ABI lets overlap any other
+//      call) on one, everything else on the other, so a slow launch never holds up a poll. Each
+//      call gets a kReply with the status and what the plugin wrote.
 //   3. The plugin's host callbacks become frames: log and emit_event are sent as they happen;
 //      now_us asks the scheduler (kNowRequest) and waits for its clock (kNowReply), so a plugin
 //      sees exactly the scheduler's clock, virtual or real.
@@ -196,22 +198,38 @@ Frame Serve(const Frame& call) {
   return reply;
 }
 
-std::mutex calls_mu;
-std::condition_variable calls_cv;
-std::deque<Frame> calls;
+// One lane of calls, served in order on a thread of its own.
+struct Lane {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Frame> calls;
 
-void CallLoop() {
-  while (true) {
-    Frame call;
+  void Push(Frame call) {
     {
-      std::unique_lock<std::mutex> lock(calls_mu);
-      calls_cv.wait(lock, [] { return !calls.empty(); });
-      call = std::move(calls.front());
-      calls.pop_front();
+      std::lock_guard<std::mutex> lock(mu);
+      calls.push_back(std::move(call));
     }
-    Send(Serve(call));
+    cv.notify_one();
   }
-}
+
+  void Run() {
+    while (true) {
+      Frame call;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [this] { return !calls.empty(); });
+        call = std::move(calls.front());
+        calls.pop_front();
+      }
+      Send(Serve(call));
+    }
+  }
+};
+
+Lane operations;
+Lane reads;  // on_poll_events and on_telemetry.
+
+bool IsRead(Function f) { return f == Function::kPollEvents || f == Function::kTelemetry; }
 
 // Loads the plugin and fills `descriptor`; on failure returns the reason.
 std::string Load(const char* path, DescriptorInfo* info) {
@@ -282,18 +300,15 @@ int main(int argc, char** argv) {
   host.tessera_host_emit_event = HostEmitEvent;
   host.tessera_host_now_us = HostNowUs;
   host.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
-  std::thread(CallLoop).detach();
+  std::thread([] { operations.Run(); }).detach();
+  std::thread([] { reads.Run(); }).detach();
 
   tessera::plugin_wire::FrameDecoder decoder;
   Frame frame;
   std::string error;
   while (tessera::plugin_wire::ReadFrame(kSocketFd, decoder, &frame, &error)) {
     if (frame.kind == FrameKind::kCall) {
-      {
-        std::lock_guard<std::mutex> lock(calls_mu);
-        calls.push_back(std::move(frame));
-      }
-      calls_cv.notify_one();
+      (IsRead(frame.function) ? reads : operations).Push(std::move(frame));
     } else if (frame.kind == FrameKind::kNowReply) {
       int64_t now = 0;
       if (!tessera::plugin_wire::DecodeInt64(frame.payload, &now)) now = RealNowUs();

@@ -316,11 +316,20 @@ TEST_CASE("tesserad shows a failed backend in /readyz, /v1/backends, nodes, metr
   Reply metrics = daemon.Call(verb::get, "/metrics");
   CHECK(metrics.body.find("tessera_backend_healthy{backend=\"flaky\"} 0") != std::string::npos);
   CHECK(metrics.body.find("tessera_backend_healthy{backend=\"steady\"} 1") != std::string::npos);
+  // The launches asked of each backend, as operations: steady's succeeded, flaky's failed.
+  CHECK(metrics.body.find("tessera_backend_operations_total{backend=\"steady\",kind=\"launch\","
+                          "result=\"succeeded\"} 1") != std::string::npos);
+  CHECK(metrics.body.find("tessera_backend_operations_total{backend=\"flaky\",kind=\"launch\","
+                          "result=\"succeeded\"} 0") != std::string::npos);
+  CHECK(metrics.body.find("tessera_backend_operations_in_flight{backend=\"steady\",kind=\"launch\"}"
+                          " 0") != std::string::npos);
 
   const RunResult table = Tessctl({"--server", daemon.url(), "--token", kAdmin, "backends"});
   CHECK(table.exit_code == 0);
   CHECK(table.out.find("Unhealthy") != std::string::npos);
   CHECK(table.out.find("flaky: ") != std::string::npos);
+  CHECK(table.out.find("flaky: last failed operation: launch ") != std::string::npos);
+  CHECK(table.out.find("launch_error: set") != std::string::npos);
   const RunResult node_table = Tessctl({"--server", daemon.url(), "--token", kAdmin, "nodes"});
   CHECK(node_table.out.find("Unavailable") != std::string::npos);
 }

@@ -301,6 +301,20 @@ TEST_CASE("errors: bad options are refused at Open, naming the field") {
       {[](Options& o) {
          PluginOptions p;
          p.plugin = "sim";
+         p.launch_deadline = std::chrono::milliseconds(-1);
+         o.executor_plugin = p;
+       },
+       "executor_plugin.launch_deadline: must be >= 0 ms, got -1"},
+      {[](Options& o) {
+         PluginOptions p;
+         p.plugin = "sim";
+         p.provision_deadline = std::chrono::milliseconds(0);
+         o.executor_plugin = p;
+       },
+       "executor_plugin.provision_deadline: must be > 0 ms, got 0"},
+      {[](Options& o) {
+         PluginOptions p;
+         p.plugin = "sim";
          p.poll_interval = std::chrono::milliseconds(0);
          o.executor_plugin = p;
        },

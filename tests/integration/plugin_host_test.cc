@@ -198,6 +198,43 @@ TEST_CASE("plugin host: an error from one launch fails only that launch") {
   }
 }
 
+TEST_CASE("plugin host: a stop the plugin fails is sent again after a backoff until it succeeds") {
+  for (const Hosting hosting : kHostings) {
+    INFO(Name(hosting));
+    // The first two stops fail (the backend's API is down); the third goes through.
+    auto t = Open(WithPlugin("test_backend", "nodes=1\nstop_errors=2", hosting));
+    Scheduler* s = t.scheduler.get();
+    const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+    t->WaitIdle();
+    REQUIRE(MustGet(s, job).status().state() == v1::RUNNING);
+    REQUIRE(s->Cancel(job).ok());
+    t->WaitIdle();
+    // The first stop failed; it is sent again 1 s later, fails again, and 2 s after that succeeds.
+    CHECK(MustGet(s, job).status().state() != v1::CANCELLED);
+    t.clock->AdvanceUs(1'000'000);
+    t->WaitIdle();
+    CHECK(MustGet(s, job).status().state() != v1::CANCELLED);
+    t.clock->AdvanceUs(2'000'000);
+    t->WaitIdle();
+    CHECK(MustGet(s, job).status().state() == v1::CANCELLED);
+    auto backends = s->ListBackends();
+    REQUIRE(backends.ok());
+    CHECK(backends->at(0).healthy());
+    // Three stops asked, two failed: the operations say so.
+    bool counted = false;
+    for (const v1::BackendOperations& op : backends->at(0).operations()) {
+      if (op.kind() != "stop") continue;
+      counted = true;
+      CHECK(op.succeeded() == 1);
+      CHECK(op.failed() == 2);
+      CHECK(op.in_flight() == 0);
+    }
+    CHECK(counted);
+    CHECK(backends->at(0).last_operation_failure().find(
+              "stop 3 (job 1.1 task 0, sent again (1)): ") == 0);
+  }
+}
+
 TEST_CASE(
     "plugin host, in process: errors in a row past max_consecutive_errors and malformed event "
     "bytes mark the plugin unhealthy") {

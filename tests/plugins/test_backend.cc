@@ -9,12 +9,15 @@
 //   reject=1             on_init refuses the config
 //   xid_gpu=G            the first on_telemetry reports XID 79 (fallen off the bus) on GPU G of
 //                        node <prefix>-0
+//   telemetry=1          every on_telemetry reports one reading (GPU 0 of <prefix>-0, 40 C)
 //   crash_on_job=J       on_launch of job J's first attempt calls abort() (a crashing plugin;
 //                        run it isolated). Later attempts, and other jobs, run normally.
 //   leftover_job=J       task 0 of job J's attempt leftover_attempt (default 1) is running on
 //                        <prefix>-0 at start, as tasks that outlived a host restart are, and
 //                        on_reconcile lists it until it is stopped
 //   stop_delay_ms=MS     a stopped task exits MS later on the host's clock, not at once
+//   stop_errors=N        the first N on_stop calls fail with UNAVAILABLE (a backend API that is
+//                        down for a while)
 // Tasks start at once; a task with simulation.duration_ms ends that long later on the host's
 // clock, reported by on_poll_events (like the sim backend).
 #include <chrono>
@@ -63,8 +66,12 @@ class TestBackend : public tessera::plugin::Plugin {
         leftover_attempt_ = static_cast<int32_t>(value);
       else if (key == "stop_delay_ms")
         stop_delay_ms_ = value;
+      else if (key == "stop_errors")
+        stop_errors_ = static_cast<int>(value);
       else if (key == "xid_gpu")
         xid_gpu_ = static_cast<int>(value);
+      else if (key == "telemetry")
+        telemetry_ = value != 0;
       else if (key == "reject")
         return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "reject: set");
       else
@@ -124,6 +131,10 @@ class TestBackend : public tessera::plugin::Plugin {
 
   PluginStatus Stop(const v1::StopTask& request) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_errors_ > 0) {
+      --stop_errors_;
+      return PluginStatus::Error(TESSERA_UNAVAILABLE, "stop_errors: the backend is down");
+    }
     auto it = tasks_.find(KeyOf(request.ref()));
     if (it == tasks_.end()) return PluginStatus::Ok();
     if (stop_delay_ms_ > 0) {
@@ -157,6 +168,12 @@ class TestBackend : public tessera::plugin::Plugin {
 
   PluginStatus Telemetry(v1::TelemetryBatch* out) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (telemetry_) {
+      v1::GpuTelemetry* reading = out->add_readings();
+      reading->set_node(prefix_ + "-0");
+      reading->set_gpu(0);
+      reading->set_temperature_c(40);
+    }
     if (xid_gpu_ < 0 || xid_reported_) return PluginStatus::Ok();
     xid_reported_ = true;
     v1::GpuTelemetry* reading = out->add_readings();
@@ -195,11 +212,13 @@ class TestBackend : public tessera::plugin::Plugin {
   bool launch_error_ = false;
   int xid_gpu_ = -1;
   bool xid_reported_ = false;
+  bool telemetry_ = false;
   uint64_t crash_on_job_ = 0;
   uint64_t launch_error_job_ = 0;
   uint64_t leftover_job_ = 0;
   int32_t leftover_attempt_ = 1;
   long stop_delay_ms_ = 0;
+  int stop_errors_ = 0;
   std::mutex mu_;
   std::map<Key, Task> tasks_;
 };

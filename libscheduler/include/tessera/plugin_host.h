@@ -36,8 +36,20 @@ struct PluginOptions {
   std::string plugin;
   // Passed to the plugin's on_init unchanged, in the plugin's own format.
   std::string config;
-  // How long one call may take before the plugin is marked unhealthy.
+  // How long one call may take before the plugin is marked unhealthy: on_init, on_inventory,
+  // on_reconcile, on_start, on_node_groups, on_shutdown, and the kinds below left at zero.
   std::chrono::milliseconds call_deadline{5000};
+  // The same for each kind of operation, and for the reads (on_poll_events, on_telemetry) that
+  // run beside them, so that a slow launch never delays a poll. Zero (default): call_deadline.
+  std::chrono::milliseconds launch_deadline{0};
+  std::chrono::milliseconds stop_deadline{0};
+  std::chrono::milliseconds resize_deadline{0};
+  std::chrono::milliseconds partition_deadline{0};  // on_apply_partition_layout / _mig_layout.
+  std::chrono::milliseconds read_deadline{0};
+  // How long a provisioning request may take, from on_provision to the plugin's
+  // PROVISION_COMPLETED or PROVISION_FAILED event (clouds take minutes); past it the request
+  // fails and the plugin stays healthy. Default 10 min.
+  std::chrono::milliseconds provision_deadline{600000};
   // How often the host asks the plugin for events it has not pushed (on the real clock).
   std::chrono::milliseconds poll_interval{100};
   // Run the plugin in a separate tessera-plugin-host process, restarted when it crashes or

@@ -93,7 +93,14 @@ Status ValidatePlugin(const PluginOptions& p, const std::string& field) {
   TESSERA_RETURN_IF_ERROR(AtLeast(p.call_deadline.count(), 1, field + "call_deadline", " ms"));
   TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval.count(), 1, field + "poll_interval", " ms"));
   TESSERA_RETURN_IF_ERROR(AtLeast(p.max_restarts_per_minute, 0, field + "max_restarts_per_minute"));
-  return AtLeast(p.max_consecutive_errors, 1, field + "max_consecutive_errors");
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.max_consecutive_errors, 1, field + "max_consecutive_errors"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.launch_deadline.count(), 0, field + "launch_deadline", " ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.stop_deadline.count(), 0, field + "stop_deadline", " ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.resize_deadline.count(), 0, field + "resize_deadline", " ms"));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(p.partition_deadline.count(), 0, field + "partition_deadline", " ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.read_deadline.count(), 0, field + "read_deadline", " ms"));
+  return AtLeast(p.provision_deadline.count(), 1, field + "provision_deadline", " ms");
 }
 
 Status ValidateExecutor(const Options& o) {

@@ -74,6 +74,7 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
   wiring.on_inventory = host_.on_inventory;
   wiring.fencing_epoch = host_.fencing_epoch;
   wiring.on_interruption = host_.on_interruption;
+  wiring.operations = operations_;
   wiring.on_unhealthy = [this, library](const std::string& why) {
     unhealthy_ = why;
     host_.on_lost(why);
@@ -135,6 +136,17 @@ v1::Backend PluginBackend::Status() const {
   if (info.capacity_provider) b.add_roles("capacity_provider");
   for (const std::string& other : options_.partitions) b.add_partitions(other);
   for (const v1::NodeGroup& group : node_groups_) *b.add_node_groups() = group;
+  const OperationTracker::Snapshot operations = operations_->Counts();
+  for (int kind = 0; kind < kOperationKinds; ++kind) {
+    const OperationTracker::KindCounts& counts = operations.kinds[kind];
+    if (counts.in_flight == 0 && counts.succeeded == 0 && counts.failed == 0) continue;
+    v1::BackendOperations* row = b.add_operations();
+    row->set_kind(OperationKindName(static_cast<OperationKind>(kind)));
+    row->set_in_flight(counts.in_flight);
+    row->set_succeeded(counts.succeeded);
+    row->set_failed(counts.failed);
+  }
+  b.set_last_operation_failure(operations.last_failure);
   return b;
 }
 

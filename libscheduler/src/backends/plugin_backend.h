@@ -12,7 +12,8 @@
 //               new one reports live.
 // An in-process plugin that fails stays unhealthy until the scheduler is reopened.
 //
-// Status() is what an operator sees (tessctl backends): healthy or why not, restarts, roles.
+// Status() is what an operator sees (tessctl backends): healthy or why not, restarts, roles,
+// and the operations asked of it (OperationTracker), counted across restarts.
 #pragma once
 
 #include <functional>
@@ -23,6 +24,7 @@
 #include "engine/executor.h"
 #include "engine/timer_queue.h"
 #include "model/inventory_diff.h"
+#include "plugins/operation_tracker.h"
 #include "plugins/plugin_executor.h"
 #include "plugins/plugin_library.h"
 #include "plugins/plugin_restarter.h"
@@ -80,6 +82,7 @@ class PluginBackend {
   // Health, restarts and roles, as an operator sees them (strand only). Nodes are filled in by
   // the caller, who knows which the backend owns.
   v1::Backend Status() const;
+  const OperationTracker& operations() const { return *operations_; }
 
  private:
   PluginBackend(const BackendOptions& options, std::vector<std::string> plugin_dirs, Host host);
@@ -100,6 +103,8 @@ class PluginBackend {
   std::vector<TaskRef> first_live_;
   std::vector<v1::NodeGroup> node_groups_;  // strand only after Open.
   std::string unhealthy_;  // why the backend is down; empty while healthy (strand only).
+  // Launches, stops, ... asked of every instance of the plugin; Status() reports them.
+  std::shared_ptr<OperationTracker> operations_ = std::make_shared<OperationTracker>();
 };
 
 }  // namespace tessera

@@ -97,6 +97,12 @@ Status ValidateBackend(const v1::BackendConfig& p, const std::string& field) {
   TESSERA_RETURN_IF_ERROR(
       AtLeast(p.max_restarts_per_minute(), 0, field + "max_restarts_per_minute"));
   TESSERA_RETURN_IF_ERROR(AtLeast(p.max_consecutive_errors(), 1, field + "max_consecutive_errors"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.launch_deadline_ms(), 0, field + "launch_deadline_ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.stop_deadline_ms(), 0, field + "stop_deadline_ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.resize_deadline_ms(), 0, field + "resize_deadline_ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.partition_deadline_ms(), 0, field + "partition_deadline_ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.read_deadline_ms(), 0, field + "read_deadline_ms"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(p.provision_deadline_ms(), 1, field + "provision_deadline_ms"));
   for (int j = 0; j < p.partitions_size(); ++j) {
     if (p.partitions(j).empty()) {
       return Invalid(field + "partitions[" + Num(j) + "]", "must not be empty");
@@ -265,6 +271,8 @@ void ApplyBackendDefaults(v1::BackendConfig* p) {
     p->set_max_restarts_per_minute(static_cast<int32_t>(plugin.max_restarts_per_minute));
   if (!p->has_max_consecutive_errors())
     p->set_max_consecutive_errors(static_cast<int32_t>(plugin.max_consecutive_errors));
+  if (!p->has_provision_deadline_ms())
+    p->set_provision_deadline_ms(static_cast<int64_t>(plugin.provision_deadline.count()));
 }
 
 }  // namespace
@@ -428,6 +436,12 @@ BackendOptions BackendOptionsOf(const v1::BackendConfig& p) {
   b.plugin.host_executable = p.host_executable();
   b.plugin.max_restarts_per_minute = p.max_restarts_per_minute();
   b.plugin.max_consecutive_errors = p.max_consecutive_errors();
+  b.plugin.launch_deadline = std::chrono::milliseconds(p.launch_deadline_ms());
+  b.plugin.stop_deadline = std::chrono::milliseconds(p.stop_deadline_ms());
+  b.plugin.resize_deadline = std::chrono::milliseconds(p.resize_deadline_ms());
+  b.plugin.partition_deadline = std::chrono::milliseconds(p.partition_deadline_ms());
+  b.plugin.read_deadline = std::chrono::milliseconds(p.read_deadline_ms());
+  b.plugin.provision_deadline = std::chrono::milliseconds(p.provision_deadline_ms());
   b.partitions.assign(p.partitions().begin(), p.partitions().end());
   return b;
 }

@@ -34,6 +34,15 @@ tessera_bytes Bytes(const std::string& s) {
 
 TaskRef FromProto(const v1::TaskRef& r) { return TaskRef{r.job(), r.attempt(), r.task()}; }
 
+std::string GpuSubject(const std::string& node, int gpu) {
+  return "node " + node + " GPU " + std::to_string(gpu);
+}
+
+std::string TaskSubject(const TaskRef& r) {
+  return "job " + std::to_string(r.job) + "." + std::to_string(r.attempt) + " task " +
+         std::to_string(r.task);
+}
+
 v1::TaskRef ToProto(const TaskRef& r) {
   v1::TaskRef p;
   p.set_job(r.job);
@@ -92,9 +101,15 @@ struct PluginExecutor::Shared {
   // and the answer to that question.
   std::function<void()> inventory_hook;
   std::function<void(const v1::Inventory&)> inventory_taken;
-  // Strand only, while the executor lives: a partition result to take.
+  // Strand only, while the executor lives: a partition result to take; the end of a
+  // provisioning request.
   std::function<void(const std::string& node, int gpu, const v1::PartitionLayoutResult&)>
       partition_taken;
+  std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
+      provision_ended;
+  std::function<void(const std::string& why)> provisioning_failed;  // every request under way.
+  // Strand only, while the executor lives: a stop the plugin failed, to send again.
+  std::function<void(const TaskRef& task, int64_t grace_ms, int retry)> stop_again;
   std::weak_ptr<Shared> self;
 
   // Strand only: the latest poll said the plugin next has something to report at `next_us`
@@ -172,6 +187,14 @@ struct PluginExecutor::Shared {
     if (closed || unhealthy->exchange(true)) return;
     unhealthy_reason = why;
     LogError(wiring.log, "{}; marking the plugin unhealthy", why);
+    // Its queued calls are dropped, and a provisioning request has no one left to end it.
+    const int failed = wiring.operations->FailAll("the plugin turned unhealthy: " + why);
+    if (failed > 0) LogWarning(wiring.log, "{} operation(s) under way failed with it", failed);
+    wiring.post([weak = self, why] {
+      if (std::shared_ptr<Shared> s = weak.lock(); s && s->provisioning_failed) {
+        s->provisioning_failed("the plugin turned unhealthy: " + why);
+      }
+    });
     wiring.post([on_unhealthy = wiring.on_unhealthy, why] {
       if (on_unhealthy) on_unhealthy(why);
     });
@@ -210,12 +233,13 @@ struct PluginExecutor::Shared {
         });
         break;
       case v1::BackendEvent::PROVISION_COMPLETED:
-        LogInfo(wiring.log, "plugin '{}': provisioning {} completed: {}", library->info().name,
-                event.request_id(), event.message());
-        break;
       case v1::BackendEvent::PROVISION_FAILED:
-        LogWarning(wiring.log, "plugin '{}': provisioning {} failed: {}", library->info().name,
-                   event.request_id(), event.message());
+        Post([weak = self, id = event.request_id(), why = event.message(),
+              ok = event.kind() == v1::BackendEvent::PROVISION_COMPLETED] {
+          if (std::shared_ptr<Shared> s = weak.lock(); s && s->provision_ended) {
+            s->provision_ended(id, ok, why);
+          }
+        });
         break;
       case v1::BackendEvent::INVENTORY_CHANGED:
         Post([weak = self] {
@@ -234,6 +258,8 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
     : library_(std::move(library)), options_(options), shared_(std::make_shared<Shared>()) {
   shared_->library = library_;
   shared_->wiring = std::move(wiring);
+  if (!shared_->wiring.operations)
+    shared_->wiring.operations = std::make_shared<OperationTracker>();
   shared_->unhealthy = &unhealthy_;
   shared_->max_errors_in_a_row = std::max(1, options_.max_consecutive_errors);
   tessera_host_api& host = shared_->host;
@@ -279,11 +305,35 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
                                     const v1::PartitionLayoutResult& result) {
     TakePartitionResult(node, gpu, result);
   };
+  shared_->provision_ended = [this](const std::string& id, bool ok, const std::string& why) {
+    TakeProvisionEnd(id, ok, why);
+  };
+  shared_->stop_again = [this](const TaskRef& task, int64_t grace_ms, int retry) {
+    const int64_t backoff_ms = std::min<int64_t>(30'000, int64_t{1000} << std::min(retry - 1, 5));
+    LogWarning(shared_->wiring.log, "plugin '{}': sending the stop of {} again in {} ms",
+               library_->info().name, TaskSubject(task), backoff_ms);
+    std::weak_ptr<Shared> weak = shared_;
+    shared_->wiring.timers->Schedule(shared_->wiring.clock->NowUs() + backoff_ms * 1000,
+                                     [this, weak, task, grace_ms, retry] {
+                                       if (auto s = weak.lock(); s && s->stop_again && !unhealthy_)
+                                         SendStop(task, grace_ms, retry);
+                                     });
+  };
+  shared_->provisioning_failed = [this](const std::string& why) {
+    while (!provisioning_.empty()) {
+      const std::string request_id = provisioning_.begin()->first;
+      TakeProvisionEnd(request_id, false, why);
+    }
+  };
   std::weak_ptr<Shared> weak = shared_;
-  worker_ = std::make_unique<PluginWorker>(library_->info().name, options_.call_deadline,
-                                           [weak](const std::string& why) {
-                                             if (auto s = weak.lock()) s->MarkUnhealthy(why);
-                                           });
+  auto on_hung = [weak](const std::string& why) {
+    if (auto s = weak.lock()) s->MarkUnhealthy(why);
+  };
+  worker_ = std::make_unique<PluginWorker>(library_->info().name, options_.call_deadline, on_hung);
+  reads_ = std::make_unique<PluginWorker>(
+      library_->info().name,
+      options_.read_deadline.count() > 0 ? options_.read_deadline : options_.call_deadline,
+      on_hung);
   // An isolated plugin's process can end between calls; do not wait for the next call to see it.
   library_->SetOnLost([weak](const std::string& why) {
     if (auto s = weak.lock()) s->MarkUnhealthy(why);
@@ -337,15 +387,23 @@ PluginExecutor::~PluginExecutor() {
     shared_->inventory_hook = nullptr;
     shared_->inventory_taken = nullptr;
     shared_->partition_taken = nullptr;
+    shared_->provision_ended = nullptr;
+    shared_->provisioning_failed = nullptr;
+    shared_->stop_again = nullptr;
   }
+  // Let a read in flight finish (within its deadline, else the watchdog calls it hung): the
+  // plugin is shut down only once no call is in it.
+  if (!reads_->hung()) (void)reads_->RunAndWait("the last read", [] {});
+  const bool stuck = worker_->hung() || reads_->hung();
+  reads_.reset();
   // Shut the instance down unless a call is stuck in it (the ABI allows one call at a time).
-  if (shared_->instance != nullptr && !worker_->hung()) {
+  if (shared_->instance != nullptr && !stuck) {
     std::shared_ptr<Shared> shared = shared_;
     Status done = worker_->RunAndWait("on_shutdown", [shared] {
       shared->library->descriptor().tessera_plugin_on_shutdown(shared->instance);
     });
     if (!done.ok()) LogError(shared_->wiring.log, "{}", done.message());
-  } else if (worker_->hung()) {
+  } else if (stuck) {
     library_->Abandon();  // an isolated plugin's process is killed, so its stuck call returns.
   }
   worker_.reset();
@@ -429,7 +487,12 @@ StatusOr<std::vector<TaskRef>> PluginExecutor::LoadLiveTasks() {
   return live_;
 }
 
-void PluginExecutor::PostRequest(const std::string& what,
+std::chrono::milliseconds PluginExecutor::DeadlineOf(std::chrono::milliseconds kind) const {
+  return kind.count() > 0 ? kind : options_.call_deadline;
+}
+
+void PluginExecutor::PostRequest(const std::string& what, OperationKind kind, std::string subject,
+                                 std::chrono::milliseconds deadline,
                                  tessera_status (*const* call)(tessera_plugin_instance*,
                                                                tessera_bytes, tessera_sink*),
                                  std::string request, std::function<void()> on_failure,
@@ -441,22 +504,33 @@ void PluginExecutor::PostRequest(const std::string& what,
     if (on_failure) shared->Post(on_failure);
     return;
   }
-  const bool queued =
-      Queue(what, [shared, call, what, request = std::move(request), on_failure, on_error] {
+  deadline = DeadlineOf(deadline);
+  OperationTracker* operations = shared->wiring.operations.get();
+  const uint64_t op = operations->Begin(kind, std::move(subject), shared->wiring.clock->NowUs(),
+                                        deadline.count() * 1000);
+  const bool queued = Queue(
+      Lane::kOperations, what,
+      [shared, call, what, op, request = std::move(request), on_failure, on_error] {
         StringSink error;
         const tessera_status code = (*call)(shared->instance, Bytes(request), &error.sink);
         if (code == TESSERA_OK) {
+          shared->wiring.operations->End(op, true);
           shared->CallSucceeded(what);
           return;
         }
         const std::string why = CallError(shared->library->info(), what, code, error.bytes);
+        shared->wiring.operations->End(op, false, why);
         shared->CallFailed(what, why,
                            on_error ? std::function<void()>([on_error, why] { on_error(why); })
                                     : std::function<void()>());
         // The call that turned the plugin unhealthy fails as later ones do.
         if (shared->unhealthy->load() && on_failure) shared->Post(on_failure);
-      });
-  if (!queued && on_failure) shared->Post(on_failure);
+      },
+      deadline);
+  if (!queued) {
+    operations->End(op, false, "the plugin is unhealthy; " + what + " was not called");
+    if (on_failure) shared->Post(on_failure);
+  }
 }
 
 void PluginExecutor::Launch(const LaunchRequest& request) {
@@ -464,7 +538,8 @@ void PluginExecutor::Launch(const LaunchRequest& request) {
   ExecutorEvents* events = shared_->wiring.events;
   const TaskRef ref = request.ref;
   PostRequest(
-      "on_launch", &library_->descriptor().tessera_plugin_on_launch, launch.SerializeAsString(),
+      "on_launch", OperationKind::kLaunch, TaskSubject(ref), options_.launch_deadline,
+      &library_->descriptor().tessera_plugin_on_launch, launch.SerializeAsString(),
       [events, ref] { events->OnTaskExited(ref, kPluginFailedExitCode); },
       // A launch the plugin failed (not refused with LAUNCH_REJECTED) never started: its job is
       // placed again without spending an attempt.
@@ -472,12 +547,21 @@ void PluginExecutor::Launch(const LaunchRequest& request) {
   PostPoll();
 }
 
-void PluginExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
+void PluginExecutor::Stop(const TaskRef& task, int64_t grace_ms) { SendStop(task, grace_ms, 0); }
+
+void PluginExecutor::SendStop(const TaskRef& task, int64_t grace_ms, int retry) {
   v1::StopTask stop;
   *stop.mutable_ref() = ToProto(task);
   stop.set_grace_ms(grace_ms);
   stop.set_epoch(shared_->wiring.fencing_epoch);
-  PostRequest("on_stop", &library_->descriptor().tessera_plugin_on_stop, stop.SerializeAsString());
+  std::weak_ptr<Shared> weak = shared_;
+  PostRequest("on_stop", OperationKind::kStop,
+              TaskSubject(task) + (retry > 0 ? ", sent again (" + std::to_string(retry) + ")" : ""),
+              options_.stop_deadline, &library_->descriptor().tessera_plugin_on_stop,
+              stop.SerializeAsString(), nullptr, [weak, task, grace_ms, retry](const std::string&) {
+                if (auto s = weak.lock(); s && s->stop_again)
+                  s->stop_again(task, grace_ms, retry + 1);
+              });
   PostPoll();
 }
 
@@ -488,7 +572,10 @@ void PluginExecutor::Resize(const TaskRef& job, int tasks) {
   resize.set_attempt(job.attempt);
   resize.set_tasks(tasks);
   resize.set_epoch(shared_->wiring.fencing_epoch);
-  PostRequest("on_resize", &library_->descriptor().tessera_plugin_on_resize,
+  PostRequest("on_resize", OperationKind::kResize,
+              "job " + std::to_string(job.job) + "." + std::to_string(job.attempt) + " to " +
+                  std::to_string(tasks) + " task(s)",
+              options_.resize_deadline, &library_->descriptor().tessera_plugin_on_resize,
               resize.SerializeAsString());
 }
 
@@ -503,7 +590,9 @@ void PluginExecutor::ApplyMigLayout(const std::string& node, int gpu,
   request.set_node(node);
   request.set_gpu(gpu);
   for (const v1::MigInstance& m : layout) *request.add_layout() = m;
-  PostRequest("on_apply_mig_layout", &library_->descriptor().tessera_plugin_on_apply_mig_layout,
+  PostRequest("on_apply_mig_layout", OperationKind::kPartition, GpuSubject(node, gpu),
+              options_.partition_deadline,
+              &library_->descriptor().tessera_plugin_on_apply_mig_layout,
               request.SerializeAsString());
 }
 
@@ -518,28 +607,39 @@ void PluginExecutor::PostPartitionLayout(const std::string& node, int gpu,
   if (unhealthy_) return;
   std::shared_ptr<Shared> shared = shared_;
   const std::string what = "on_apply_partition_layout";
-  Queue(what, [shared, what, node, gpu, bytes = request.SerializeAsString()] {
-    StringSink out;
-    StringSink error;
-    const tessera_status code =
-        shared->library->descriptor().tessera_plugin_on_apply_partition_layout(
-            shared->instance, Bytes(bytes), &out.sink, &error.sink);
-    if (code != TESSERA_OK) {
-      shared->CallFailed(what, CallError(shared->library->info(), what, code, error.bytes),
-                         nullptr);
-      return;
-    }
-    auto result = std::make_shared<v1::PartitionLayoutResult>();
-    if (!result->ParseFromString(out.bytes)) {
-      shared->MarkUnhealthy("plugin '" + shared->library->info().name + "': " + what +
-                            " wrote bytes that are not a tessera.v1.PartitionLayoutResult");
-      return;
-    }
-    shared->CallSucceeded(what);
-    shared->Post([shared, node, gpu, result] {
-      if (shared->partition_taken) shared->partition_taken(node, gpu, *result);
-    });
-  });
+  const std::chrono::milliseconds deadline = DeadlineOf(options_.partition_deadline);
+  OperationTracker* operations = shared->wiring.operations.get();
+  const uint64_t op = operations->Begin(OperationKind::kPartition, GpuSubject(node, gpu),
+                                        shared->wiring.clock->NowUs(), deadline.count() * 1000);
+  const bool queued = Queue(
+      Lane::kOperations, what,
+      [shared, what, op, node, gpu, bytes = request.SerializeAsString()] {
+        StringSink out;
+        StringSink error;
+        const tessera_status code =
+            shared->library->descriptor().tessera_plugin_on_apply_partition_layout(
+                shared->instance, Bytes(bytes), &out.sink, &error.sink);
+        if (code != TESSERA_OK) {
+          const std::string why = CallError(shared->library->info(), what, code, error.bytes);
+          shared->wiring.operations->End(op, false, why);
+          shared->CallFailed(what, why, nullptr);
+          return;
+        }
+        auto result = std::make_shared<v1::PartitionLayoutResult>();
+        if (!result->ParseFromString(out.bytes)) {
+          shared->MarkUnhealthy("plugin '" + shared->library->info().name + "': " + what +
+                                " wrote bytes that are not a tessera.v1.PartitionLayoutResult");
+          return;
+        }
+        // A layout the plugin could not apply to this GPU fails this operation only.
+        shared->wiring.operations->End(op, result->error().empty(), result->error());
+        shared->CallSucceeded(what);
+        shared->Post([shared, node, gpu, result] {
+          if (shared->partition_taken) shared->partition_taken(node, gpu, *result);
+        });
+      },
+      deadline);
+  if (!queued) operations->End(op, false, "the plugin is unhealthy; " + what + " was not called");
 }
 
 void PluginExecutor::TakePartitionResult(const std::string& node, int gpu,
@@ -570,7 +670,7 @@ void PluginExecutor::TakePartitionResult(const std::string& node, int gpu,
 void PluginExecutor::PostPoll() {
   if (unhealthy_ || library_->descriptor().tessera_plugin_on_poll_events == nullptr) return;
   std::shared_ptr<Shared> shared = shared_;
-  Queue("on_poll_events", [shared] {
+  Queue(Lane::kReads, "on_poll_events", [shared] {
     v1::BackendEvents events;
     bool malformed = false;
     const Status read =
@@ -590,7 +690,8 @@ void PluginExecutor::PostPoll() {
 void PluginExecutor::PostInventoryRead() {
   if (unhealthy_) return;
   std::shared_ptr<Shared> shared = shared_;
-  Queue("on_inventory", [shared] {
+  // Not a read of the other lane: the ABI lets only polls and telemetry overlap other calls.
+  Queue(Lane::kOperations, "on_inventory", [shared] {
     auto inventory = std::make_shared<v1::Inventory>();
     bool malformed = false;
     const Status read =
@@ -611,12 +712,16 @@ void PluginExecutor::TakeInventory(const v1::Inventory& inventory) {
   if (!diff.empty() && shared_->wiring.on_inventory) shared_->wiring.on_inventory(diff);
 }
 
-bool PluginExecutor::Queue(std::string what, PluginWorker::Call call) {
-  if (shared_->wiring.clock->IsRealTime()) return worker_->Post(std::move(what), std::move(call));
+bool PluginExecutor::Queue(Lane lane, std::string what, PluginWorker::Call call,
+                           std::chrono::milliseconds deadline) {
+  PluginWorker& worker = lane == Lane::kReads ? *reads_ : *worker_;
+  if (shared_->wiring.clock->IsRealTime()) {
+    return worker.Post(std::move(what), std::move(call), deadline);
+  }
   // In virtual time the strand waits for the call, so that what it reports reaches the strand
   // at a point fixed by the strand's own order, not by thread timing: the same inputs then give
   // the same decisions and the same event log.
-  return worker_->PostAndWait(std::move(what), std::move(call));
+  return worker.PostAndWait(std::move(what), std::move(call), deadline);
 }
 
 std::string PluginExecutor::unhealthy_reason() const {
@@ -624,7 +729,7 @@ std::string PluginExecutor::unhealthy_reason() const {
   return shared_->unhealthy_reason;
 }
 
-bool PluginExecutor::Busy() const { return worker_->InFlight() > 0; }
+bool PluginExecutor::Busy() const { return worker_->InFlight() > 0 || reads_->InFlight() > 0; }
 
 void PluginExecutor::PollerLoop() {
   pthread_setname_np(pthread_self(), "tessera-poll");
@@ -632,7 +737,8 @@ void PluginExecutor::PollerLoop() {
   while (!stopping_) {
     poller_wake_.wait_for(lock, options_.poll_interval);
     if (stopping_) return;
-    if (shared_->wiring.clock->IsRealTime() && worker_->InFlight() == 0) {
+    // Polls do not wait for operations (they have a lane of their own), only for the last poll.
+    if (shared_->wiring.clock->IsRealTime() && reads_->InFlight() == 0) {
       PostPoll();
       PostTelemetry();
     }
@@ -645,7 +751,7 @@ void PluginExecutor::PostTelemetry() {
     return;
   }
   std::shared_ptr<Shared> shared = shared_;
-  Queue("on_telemetry", [shared] {
+  Queue(Lane::kReads, "on_telemetry", [shared] {
     auto batch = std::make_shared<v1::TelemetryBatch>();
     bool malformed = false;
     const Status read =
@@ -658,6 +764,109 @@ void PluginExecutor::PostTelemetry() {
       for (const v1::GpuTelemetry& reading : batch->readings()) deliver(reading);
     });
   });
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+uint64_t PluginExecutor::Provision(const std::string& node_group, int count,
+                                   const std::string& request_id) {
+  OperationTracker& operations = *shared_->wiring.operations;
+  const int64_t now = shared_->wiring.clock->NowUs();
+  const int64_t deadline_us = options_.provision_deadline.count() * 1000;
+  const uint64_t op = operations.Begin(
+      OperationKind::kProvision,
+      "node group " + node_group + " x " + std::to_string(count) + ", request " + request_id, now,
+      deadline_us);
+  provisioning_[request_id].operation = op;
+  if (unhealthy_ || library_->descriptor().tessera_plugin_on_provision == nullptr) {
+    TakeProvisionEnd(request_id, false,
+                     unhealthy_ ? "the plugin is unhealthy; on_provision was not called"
+                                : "the plugin is not a capacity provider (it has no on_provision)");
+    return op;
+  }
+  // The plugin ends the request with an event; the deadline ends it if the plugin does not.
+  std::weak_ptr<Shared> weak = shared_;
+  provisioning_[request_id].deadline =
+      shared_->wiring.timers->Schedule(now + deadline_us, [this, weak, op] {
+        // The executor lives while its Shared's hooks are set (the destructor clears them).
+        if (auto s = weak.lock(); s && s->provision_ended) ExpireProvision(op);
+      });
+  v1::ProvisionRequest request;
+  request.set_node_group(node_group);
+  request.set_count(count);
+  request.set_request_id(request_id);
+  request.set_epoch(shared_->wiring.fencing_epoch);
+  std::shared_ptr<Shared> shared = shared_;
+  const std::string what = "on_provision";
+  const bool queued = Queue(
+      Lane::kOperations, what, [shared, what, request_id, bytes = request.SerializeAsString()] {
+        StringSink out;
+        StringSink error;
+        const tessera_status code = shared->library->descriptor().tessera_plugin_on_provision(
+            shared->instance, Bytes(bytes), &out.sink, &error.sink);
+        if (code == TESSERA_OK) {
+          shared->CallSucceeded(what);
+          return;  // under way: its event ends it.
+        }
+        const std::string why = CallError(shared->library->info(), what, code, error.bytes);
+        shared->CallFailed(what, why, nullptr);
+        shared->Post([shared, request_id, why] {
+          if (shared->provision_ended) shared->provision_ended(request_id, false, why);
+        });
+      });
+  if (!queued)
+    TakeProvisionEnd(request_id, false, "the plugin is unhealthy; on_provision was not called");
+  return op;
+}
+
+void PluginExecutor::TakeProvisionEnd(const std::string& request_id, bool succeeded,
+                                      const std::string& why) {
+  auto it = provisioning_.find(request_id);
+  if (it == provisioning_.end()) {
+    // Not under way (a request of an earlier run, or one that timed out): only logged.
+    LogInfo(shared_->wiring.log, "plugin '{}': provisioning {} {} (no request under way): {}",
+            library_->info().name, request_id, succeeded ? "completed" : "failed", why);
+    return;
+  }
+  const uint64_t op = it->second.operation;
+  if (it->second.deadline) shared_->wiring.timers->Cancel(*it->second.deadline);
+  provisioning_.erase(it);
+  // False when it failed already, with the plugin (OperationTracker::FailAll): it still ends here.
+  shared_->wiring.operations->End(op, succeeded, why);
+  if (succeeded) {
+    LogInfo(shared_->wiring.log, "plugin '{}': provisioning {} completed: {}",
+            library_->info().name, request_id, why);
+  } else {
+    LogWarning(shared_->wiring.log, "plugin '{}': provisioning {} failed: {}",
+               library_->info().name, request_id, why);
+  }
+  if (shared_->wiring.on_provisioned) shared_->wiring.on_provisioned(request_id, succeeded, why);
+}
+
+void PluginExecutor::ExpireProvision(uint64_t id) {
+  for (auto& [request_id, provisioning] : provisioning_) {
+    if (provisioning.operation != id) continue;
+    provisioning.deadline.reset();           // it is running now.
+    const std::string request = request_id;  // TakeProvisionEnd erases the entry.
+    TakeProvisionEnd(request, false,
+                     "timed out: no PROVISION_COMPLETED or PROVISION_FAILED within " +
+                         std::to_string(options_.provision_deadline.count()) + " ms");
+    return;
+  }
+}
+
+void PluginExecutor::Deprovision(const std::vector<std::string>& nodes) {
+  v1::DeprovisionRequest request;
+  std::string subject = "node(s)";
+  for (const std::string& node : nodes) {
+    request.add_nodes(node);
+    subject += " " + node;
+  }
+  request.set_epoch(shared_->wiring.fencing_epoch);
+  PostRequest("on_deprovision", OperationKind::kDeprovision, std::move(subject), {},
+              &library_->descriptor().tessera_plugin_on_deprovision, request.SerializeAsString());
 }
 
 }  // namespace tessera

@@ -1,10 +1,21 @@
 // PluginExecutor: the engine's Executor, served by an executor plugin through the C ABI.
 //
 // The engine calls it on the decision strand and must never wait for a plugin there: launch,
-// stop, resize and re-partitioning are queued on the plugin's PluginWorker and return at once.
-// Only opening (inventory, reconcile) waits, within the call deadline. What the plugin reports
-// (emit_event from any thread, or the answer to on_poll_events) is parsed off the strand and
-// handed to the engine on the strand through Wiring::post.
+// stop, resize, re-partitioning and provisioning are queued and return at once. Only opening
+// (inventory, reconcile) waits, within the call deadline.
+//
+// Two lanes (PluginWorkers) per plugin: operations (launch, stop, resize, partition, provision,
+// inventory reads, ...) run one at a time on one; polls and telemetry, which the ABI lets overlap
+// any other call, on the other, so a slow launch never delays what the plugin has to report.
+// Each kind of call has its own deadline (PluginOptions::launch_deadline, ...).
+//
+// Operations: every launch, stop, resize, partition change and provisioning request is an
+// operation of Wiring::operations (OperationTracker: id, kind, due time, outcome). A call's
+// operation ends when the call returns; a provisioning request's when the plugin reports
+// PROVISION_COMPLETED or PROVISION_FAILED for its request id, or, failing, when
+// PluginOptions::provision_deadline passes (Wiring::on_provisioned says which, on the strand). What
+// the plugin reports (emit_event from any thread, or the answer to on_poll_events) is parsed off
+// the strand and handed to the engine on the strand through Wiring::post.
 //
 // Inventory: read with on_inventory at open, and again whenever the plugin reports
 // INVENTORY_CHANGED; what differs from the inventory taken before (InventoryDiff) goes to
@@ -26,7 +37,9 @@
 // plugin unhealthy once and for good (until the scheduler restarts it), and so do
 // PluginOptions::max_consecutive_errors calls of one kind in a row that return an error. Until then
 // an error fails only its own request: a failed launch reports the task lost (its job is placed
-// again without spending an attempt); a failed stop, resize or re-partition is logged; a failed
+// again without spending an attempt); a failed stop is sent again after a backoff (the engine
+// waits for the task's end, and a preemption behind it would wait for ever); a failed resize or
+// re-partition is logged; a failed
 // poll, telemetry or inventory read is asked again at the next one. Once unhealthy,
 // Wiring::on_unhealthy runs on the strand, later launches fail at once (the task exits with
 // kPluginFailedExitCode), and no further call is made.
@@ -35,6 +48,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,6 +60,7 @@
 #include "engine/timer_queue.h"
 #include "model/inventory_diff.h"
 #include "plugins/launch_message.h"
+#include "plugins/operation_tracker.h"
 #include "plugins/plugin_library.h"
 #include "plugins/plugin_worker.h"
 #include "tessera/clock.h"
@@ -82,6 +97,13 @@ class PluginExecutor final : public Executor {
     // the strand.
     std::function<void(const std::string& node, int64_t deadline_us, const std::string& why)>
         on_interruption;
+    // The backend's operations; they outlive this executor (a restart keeps the totals). Null:
+    // the executor keeps its own.
+    std::shared_ptr<OperationTracker> operations;
+    // A provisioning request ended: completed (`succeeded`) or failed, timed out included; `why`
+    // is the plugin's message or the timeout. Runs on the strand.
+    std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
+        on_provisioned;
   };
 
   // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.
@@ -111,6 +133,12 @@ class PluginExecutor final : public Executor {
   void ApplyMigLayout(const std::string& node, int gpu,
                       const std::vector<v1::MigInstance>& layout) override;
   std::vector<TaskRef> LiveTasks() override { return live_; }
+  // Capacity providers (strand): asks for `count` nodes of `node_group`. `request_id` names the
+  // request to the plugin (the same id never provisions twice, so a caller that retries after a
+  // crash passes the one it used). Ends through Wiring::on_provisioned; the operation's id.
+  uint64_t Provision(const std::string& node_group, int count, const std::string& request_id);
+  // Capacity providers (strand): gives `nodes` back; they leave with the plugin's next inventory.
+  void Deprovision(const std::vector<std::string>& nodes);
   bool Busy() const override;
 
   bool healthy() const { return !unhealthy_.load(); }
@@ -129,14 +157,28 @@ class PluginExecutor final : public Executor {
   // `on_error(why)` (if any) runs on the strand, until PluginOptions::max_consecutive_errors
   // errors in a row turn the plugin unhealthy. `on_failure` (if any) runs on the strand when the
   // request cannot be made (the plugin is unhealthy, or turned so with this call).
-  void PostRequest(const std::string& what,
+  // The request is operation `kind` for `subject`, timed by `deadline`.
+  void PostRequest(const std::string& what, OperationKind kind, std::string subject,
+                   std::chrono::milliseconds deadline,
                    tessera_status (*const* call)(tessera_plugin_instance*, tessera_bytes,
                                                  tessera_sink*),
                    std::string request, std::function<void()> on_failure = nullptr,
                    std::function<void(const std::string& why)> on_error = nullptr);
   // Hands `call` to the worker: queued on the real clock; on a virtual clock, queued and waited
   // for (within the call deadline). False when it was not queued (the worker is hung).
-  bool Queue(std::string what, PluginWorker::Call call);
+  enum class Lane { kOperations, kReads };
+  bool Queue(Lane lane, std::string what, PluginWorker::Call call,
+             std::chrono::milliseconds deadline = {});
+  // Strand: the plugin reported the end of provisioning request `request_id`.
+  void TakeProvisionEnd(const std::string& request_id, bool succeeded, const std::string& why);
+  // Strand: provisioning operation `id` is past its deadline, unless it ended before.
+  void ExpireProvision(uint64_t id);
+  // A kind's deadline (PluginOptions::launch_deadline, ...): call_deadline when zero.
+  std::chrono::milliseconds DeadlineOf(std::chrono::milliseconds kind) const;
+  // Sends a stop; one the plugin fails is sent again after a backoff (1 s, doubling to 30 s)
+  // until it succeeds or the plugin turns unhealthy (max_consecutive_errors). `retry` counts the
+  // sends before this one.
+  void SendStop(const TaskRef& task, int64_t grace_ms, int retry);
   void PostPoll();
   // Asks the plugin for GPU readings (on_telemetry, when it has one).
   void PostTelemetry();
@@ -157,7 +199,13 @@ class PluginExecutor final : public Executor {
   std::shared_ptr<PluginLibrary> library_;
   PluginOptions options_;
   std::shared_ptr<Shared> shared_;
-  std::unique_ptr<PluginWorker> worker_;
+  std::unique_ptr<PluginWorker> worker_;  // the operations lane.
+  std::unique_ptr<PluginWorker> reads_;   // polls and telemetry.
+  struct Provisioning {
+    uint64_t operation = 0;
+    std::optional<TimerQueue::TimerId> deadline;
+  };
+  std::map<std::string, Provisioning> provisioning_;  // strand, by request id.
   std::atomic<bool> unhealthy_{false};
   std::vector<v1::NodeSpec> inventory_;
   DeviceBook devices_;  // the devices of inventory_, by name, for launches.

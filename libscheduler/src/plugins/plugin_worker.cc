@@ -10,14 +10,25 @@ namespace tessera {
 
 struct PluginWorker::State {
   std::string plugin;
-  std::chrono::milliseconds deadline;
+  std::chrono::milliseconds deadline;  // for calls queued without one.
   std::function<void(const std::string&)> on_hung;
+
+  struct Queued {
+    std::string what;
+    Call call;
+    std::chrono::milliseconds deadline;
+  };
+  struct Running {
+    std::string what;
+    std::chrono::steady_clock::time_point due;
+    std::chrono::milliseconds deadline;
+  };
 
   mutable std::mutex mu;
   std::condition_variable wake;   // the worker: a call was queued, or stop.
   std::condition_variable watch;  // the watchdog: a call started or finished, or stop.
-  std::deque<std::pair<std::string, Call>> queue;
-  std::optional<std::pair<std::string, std::chrono::steady_clock::time_point>> running;
+  std::deque<Queued> queue;
+  std::optional<Running> running;
   uint64_t calls_started = 0;
   bool hung = false;
   bool reporting_hang = false;  // on_hung is running: its follow-ups are not posted yet.
@@ -55,7 +66,7 @@ PluginWorker::~PluginWorker() {
 void PluginWorker::Run(std::shared_ptr<State> s) {
   pthread_setname_np(pthread_self(), "tessera-plugin");
   while (true) {
-    std::pair<std::string, Call> next;
+    Call next;
     {
       std::unique_lock<std::mutex> lock(s->mu);
       s->wake.wait(lock, [&] { return s->stopping || s->hung || !s->queue.empty(); });
@@ -63,13 +74,16 @@ void PluginWorker::Run(std::shared_ptr<State> s) {
         s->queue.clear();  // queued calls are dropped: their closures report nothing.
         return;
       }
-      next = std::move(s->queue.front());
+      State::Queued queued = std::move(s->queue.front());
       s->queue.pop_front();
-      s->running.emplace(next.first, std::chrono::steady_clock::now());
+      s->running =
+          State::Running{std::move(queued.what), std::chrono::steady_clock::now() + queued.deadline,
+                         queued.deadline};
+      next = std::move(queued.call);
       ++s->calls_started;
     }
     s->watch.notify_all();
-    next.second();
+    next();
     {
       std::lock_guard<std::mutex> lock(s->mu);
       s->running.reset();
@@ -87,15 +101,15 @@ void PluginWorker::Watch(std::shared_ptr<State> s) {
       continue;
     }
     const uint64_t call = s->calls_started;
-    const auto due = s->running->second + s->deadline;
+    const auto due = s->running->due;
     s->watch.wait_until(lock, due,
                         [&] { return s->stopping || !s->running || s->calls_started != call; });
     if (s->running && s->calls_started == call && std::chrono::steady_clock::now() >= due) {
       s->hung = true;
       s->reporting_hang = true;
-      const std::string why = "plugin '" + s->plugin + "': " + s->running->first +
-                              " did not return within " + std::to_string(s->deadline.count()) +
-                              " ms; the call is abandoned";
+      const std::string why =
+          "plugin '" + s->plugin + "': " + s->running->what + " did not return within " +
+          std::to_string(s->running->deadline.count()) + " ms; the call is abandoned";
       lock.unlock();
       s->wake.notify_all();
       if (s->on_hung) s->on_hung(why);
@@ -106,48 +120,61 @@ void PluginWorker::Watch(std::shared_ptr<State> s) {
   }
 }
 
-bool PluginWorker::Post(std::string what, Call call) {
+std::optional<std::chrono::milliseconds> PluginWorker::Enqueue(std::string what, Call call,
+                                                               std::chrono::milliseconds deadline) {
+  if (deadline.count() <= 0) deadline = state_->deadline;
+  std::chrono::milliseconds wait = deadline;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    if (state_->hung || state_->stopping) return false;
-    state_->queue.emplace_back(std::move(what), std::move(call));
+    if (state_->hung || state_->stopping) return std::nullopt;
+    for (const State::Queued& ahead : state_->queue) wait += ahead.deadline;
+    if (state_->running) wait += state_->running->deadline;
+    state_->queue.push_back(State::Queued{std::move(what), std::move(call), deadline});
   }
   state_->wake.notify_one();
-  return true;
+  return wait;
 }
 
-Status PluginWorker::RunAndWait(std::string what, Call call) {
+bool PluginWorker::Post(std::string what, Call call, std::chrono::milliseconds deadline) {
+  return Enqueue(std::move(what), std::move(call), deadline).has_value();
+}
+
+Status PluginWorker::RunAndWait(std::string what, Call call, std::chrono::milliseconds deadline) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
   const std::string name = what;
-  if (!Post(std::move(what), [call = std::move(call), done] {
+  const std::optional<std::chrono::milliseconds> wait = Enqueue(
+      std::move(what),
+      [call = std::move(call), done] {
         call();
         done->set_value();
-      })) {
+      },
+      deadline);
+  if (!wait) {
     return UnavailableError("plugin '" + state_->plugin + "' is unhealthy; " + name +
                             " was not called");
   }
-  // The queue may hold calls ahead of this one, each with its own deadline.
-  const auto limit = state_->deadline * (1 + static_cast<int>(InFlight()));
-  if (finished.wait_for(limit) != std::future_status::ready) {
+  if (finished.wait_for(*wait) != std::future_status::ready) {
+    const auto own = deadline.count() > 0 ? deadline : state_->deadline;
     return UnavailableError("plugin '" + state_->plugin + "': " + name + " did not return within " +
-                            std::to_string(state_->deadline.count()) + " ms");
+                            std::to_string(own.count()) + " ms");
   }
   return Status::Ok();
 }
 
-bool PluginWorker::PostAndWait(std::string what, Call call) {
+bool PluginWorker::PostAndWait(std::string what, Call call, std::chrono::milliseconds deadline) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
-  if (!Post(std::move(what), [call = std::move(call), done] {
+  const std::optional<std::chrono::milliseconds> wait = Enqueue(
+      std::move(what),
+      [call = std::move(call), done] {
         call();
         done->set_value();
-      })) {
-    return false;
-  }
-  // As RunAndWait: the calls queued ahead have their deadlines too. A call that outlives the
-  // wait is the watchdog's to report.
-  finished.wait_for(state_->deadline * (1 + static_cast<int>(InFlight())));
+      },
+      deadline);
+  if (!wait) return false;
+  // A call that outlives the wait is the watchdog's to report.
+  finished.wait_for(*wait);
   return true;
 }
 

@@ -227,6 +227,12 @@ backends:
     plugin: local
     isolate: true
     partitions: [cluster]
+    launch_deadline_ms: 30000
+    stop_deadline_ms: 15000
+    resize_deadline_ms: 1000
+    partition_deadline_ms: 60000
+    read_deadline_ms: 2000
+    provision_deadline_ms: 900000
 )");
   REQUIRE_MESSAGE(config.ok(), config.status().message());
   CHECK_FALSE(config->has_simulated_cluster());  // the backends report the nodes.
@@ -238,6 +244,15 @@ backends:
   CHECK(options->backends[0].plugin.plugin == "sim");
   CHECK(options->backends[0].plugin.config == "{}");
   CHECK(options->backends[0].plugin.call_deadline == std::chrono::milliseconds(5000));
+  // Each kind of call has a deadline of its own; zero (unset) is call_deadline's.
+  CHECK(options->backends[0].plugin.launch_deadline == std::chrono::milliseconds(0));
+  CHECK(options->backends[0].plugin.provision_deadline == std::chrono::minutes(10));
+  CHECK(options->backends[1].plugin.launch_deadline == std::chrono::milliseconds(30000));
+  CHECK(options->backends[1].plugin.stop_deadline == std::chrono::milliseconds(15000));
+  CHECK(options->backends[1].plugin.resize_deadline == std::chrono::milliseconds(1000));
+  CHECK(options->backends[1].plugin.partition_deadline == std::chrono::milliseconds(60000));
+  CHECK(options->backends[1].plugin.read_deadline == std::chrono::milliseconds(2000));
+  CHECK(options->backends[1].plugin.provision_deadline == std::chrono::milliseconds(900000));
   CHECK(options->backends[1].name == "here");
   CHECK(options->backends[1].plugin.isolate);
   CHECK(options->backends[1].plugin.max_restarts_per_minute == 3);
@@ -345,6 +360,12 @@ TEST_CASE("daemon config: bad values are refused naming the field") {
         "backends[0].partitions[0]: must not be empty");
   CHECK(Refusal("backends: [{plugin: sim, call_deadline_ms: 0}]") ==
         "backends[0].call_deadline_ms: must be > 0, got 0");
+  for (const char* kind : {"launch", "stop", "resize", "partition", "read"}) {
+    CHECK(Refusal(std::string("backends: [{plugin: sim, ") + kind + "_deadline_ms: -1}]") ==
+          std::string("backends[0].") + kind + "_deadline_ms: must be >= 0, got -1");
+  }
+  CHECK(Refusal("backends: [{plugin: sim, provision_deadline_ms: 0}]") ==
+        "backends[0].provision_deadline_ms: must be > 0, got 0");
   CHECK(Refusal("backends: [{plugin: sim}]\nexecutor_plugin: {plugin: local}") ==
         "executor_plugin: set together with backends; list it there instead");
   CHECK(Refusal("executor_plugin: {plugin: sim, partitions: [x]}") ==
