@@ -286,7 +286,8 @@ TEST_CASE("tesserad shows a failed backend in /readyz, /v1/backends, nodes, metr
                     plugin +
                     ", config: \"prefix=steady\"}\n"
                     "  - {name: flaky, plugin: " +
-                    plugin + ", config: \"prefix=flaky\\nlaunch_error=1\"}\n");
+                    plugin +
+                    ", config: \"prefix=flaky\\nlaunch_error=1\", max_restarts_per_minute: 0}\n");
   daemon.Start();
   using http::verb;
   CHECK(daemon.Call(verb::get, "/readyz", "", nullptr).status == 200);

@@ -32,6 +32,7 @@ tessera::StatusOr<std::unique_ptr<tessera::Scheduler>> OpenOnReplies(const std::
   plugin.config = replies;
   plugin.call_deadline = std::chrono::milliseconds(2000);
   plugin.poll_interval = std::chrono::milliseconds(1);
+  plugin.max_restarts_per_minute = 0;  // replies are fuzzed, not restarts: no restarter thread.
   options.executor_plugin = plugin;
   return tessera::Scheduler::Open(options);
 }

@@ -116,7 +116,9 @@ TEST_CASE("backends: two at once, each running the jobs placed on its nodes") {
 }
 
 TEST_CASE("backends: one that fails cordons only its nodes; jobs elsewhere run on") {
-  auto t = Open(SimAndTestBackend("launch_error=1"));
+  Options options = SimAndTestBackend("launch_error=1");
+  options.backends[1].plugin.max_restarts_per_minute = 0;  // it stays down, to be looked at.
+  auto t = Open(options);
   Scheduler* s = t.scheduler.get();
   const uint64_t on_sim = MustSubmit(s, OnSim()).id();
   t->WaitIdle();

@@ -242,6 +242,7 @@ TEST_CASE(
     INFO("max_consecutive_errors " << max_errors);
     Options options = WithPlugin("test_backend", "launch_error=1");
     options.executor_plugin->max_consecutive_errors = max_errors;
+    options.executor_plugin->max_restarts_per_minute = 0;  // it stays down, to be looked at.
     auto t = Open(options);
     Scheduler* s = t.scheduler.get();
     const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
@@ -262,7 +263,9 @@ TEST_CASE(
     }
   }
   {
-    auto t = Open(WithPlugin("raw3"));
+    Options options = WithPlugin("raw3");
+    options.executor_plugin->max_restarts_per_minute = 0;
+    auto t = Open(options);
     Scheduler* s = t.scheduler.get();
     const uint64_t job = MustSubmit(s, JobSpecBuilder("default").CpuMilli(100).Build()).id();
     t->WaitIdle();
@@ -271,6 +274,45 @@ TEST_CASE(
     CHECK(nodes->at(0).status().cordoned());
     CHECK(MustGet(s, job).status().state() == v1::PENDING);
   }
+}
+
+TEST_CASE(
+    "plugin host, in process: an unhealthy plugin is shut down and restarted as a new instance") {
+  // Launches fail three times in a row (the plugin's process-wide count, which a new instance
+  // in the same process does not reset): the plugin turns unhealthy, is restarted, and the job
+  // runs on the new instance.
+  Options options =
+      WithPlugin("test_backend", "nodes=1\nprocess_launch_errors=3\nsingle_instance=restart");
+  auto t = Open(options);
+  Scheduler* s = t.scheduler.get();
+  const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+  t->WaitIdle();
+  const v1::Job j = MustGet(s, job);
+  CHECK(j.status().state() == v1::RUNNING);
+  CHECK(j.status().losses() == 0);
+  auto backends = s->ListBackends();
+  REQUIRE(backends.ok());
+  CHECK(backends->at(0).healthy());
+  CHECK(backends->at(0).restarts() == 1);
+  auto nodes = s->ListNodes();
+  REQUIRE(nodes.ok());
+  CHECK_FALSE(nodes->at(0).status().cordoned());
+  // The old instance was shut down before the new one was made: with single_instance the
+  // plugin fails on_init while another instance lives, and the restart succeeded at once.
+}
+
+TEST_CASE("plugin host, in process: a plugin with a hung call is not restarted beside it") {
+  auto t = Open(WithPlugin("test_backend", "launch_delay_ms=1500", Hosting::kInProcess,
+                           std::chrono::milliseconds(200)));
+  Scheduler* s = t.scheduler.get();
+  MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build());
+  t->WaitIdle();
+  auto backends = s->ListBackends();
+  REQUIRE(backends.ok());
+  CHECK_FALSE(backends->at(0).healthy());
+  CHECK(backends->at(0).restarts() == 0);
+  CHECK(backends->at(0).unhealthy_reason().find("did not return within 200 ms") !=
+        std::string::npos);
 }
 
 // --- Isolated.

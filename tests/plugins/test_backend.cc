@@ -18,6 +18,12 @@
 //   stop_delay_ms=MS     a stopped task exits MS later on the host's clock, not at once
 //   stop_errors=N        the first N on_stop calls fail with UNAVAILABLE (a backend API that is
 //                        down for a while)
+//   process_launch_errors=N  the first N on_launch calls in this process fail with UNAVAILABLE,
+//                        whichever instance gets them (a new instance in process does not reset
+//                        the count; a new process does)
+//   single_instance=NAME on_init fails while another instance configured with this NAME has not
+//                        been shut down in this process, as a backend holding a device or reaping
+//                        its children would
 // Tasks start at once; a task with simulation.duration_ms ends that long later on the host's
 // clock, reported by on_poll_events (like the sim backend).
 #include <chrono>
@@ -32,11 +38,19 @@
 namespace {
 
 using tessera::plugin::PluginStatus;
+
+std::mutex process_mu;
+std::map<std::string, int> instances_alive;  // by single_instance NAME; guarded by process_mu.
+int process_launch_errors = -1;              // -1: not configured yet; guarded by process_mu.
 namespace v1 = tessera::v1;
 
 class TestBackend : public tessera::plugin::Plugin {
  public:
   explicit TestBackend(tessera::plugin::Host host) : Plugin(host) {}
+  ~TestBackend() override {
+    std::lock_guard<std::mutex> lock(process_mu);
+    if (!single_instance_.empty()) --instances_alive[single_instance_];
+  }
 
   PluginStatus Init(const std::string& config) override {
     std::istringstream lines(config);
@@ -47,6 +61,18 @@ class TestBackend : public tessera::plugin::Plugin {
       const std::string key = line.substr(0, eq);
       if (key == "prefix") {
         prefix_ = line.substr(eq + 1);
+        continue;
+      }
+      if (key == "single_instance") {
+        const std::string name = line.substr(eq + 1);
+        std::lock_guard<std::mutex> lock(process_mu);
+        if (instances_alive[name] > 0) {
+          return PluginStatus::Error(
+              TESSERA_FAILED_PRECONDITION,
+              "single_instance: another instance named '" + name + "' is alive in this process");
+        }
+        ++instances_alive[name];
+        single_instance_ = name;
         continue;
       }
       const long value = std::stol(line.substr(eq + 1));
@@ -68,7 +94,10 @@ class TestBackend : public tessera::plugin::Plugin {
         stop_delay_ms_ = value;
       else if (key == "stop_errors")
         stop_errors_ = static_cast<int>(value);
-      else if (key == "xid_gpu")
+      else if (key == "process_launch_errors") {
+        std::lock_guard<std::mutex> lock(process_mu);
+        if (process_launch_errors < 0) process_launch_errors = static_cast<int>(value);
+      } else if (key == "xid_gpu")
         xid_gpu_ = static_cast<int>(value);
       else if (key == "telemetry")
         telemetry_ = value != 0;
@@ -107,6 +136,13 @@ class TestBackend : public tessera::plugin::Plugin {
     if (launch_delay_ms_ > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(launch_delay_ms_));
     if (launch_error_) return PluginStatus::Error(TESSERA_UNAVAILABLE, "launch_error: set");
+    {
+      std::lock_guard<std::mutex> lock(process_mu);
+      if (process_launch_errors > 0) {
+        --process_launch_errors;
+        return PluginStatus::Error(TESSERA_UNAVAILABLE, "process_launch_errors: not yet");
+      }
+    }
     if (launch_error_job_ != 0 && request.ref().job() == launch_error_job_ &&
         request.ref().attempt() == 1) {
       return PluginStatus::Error(TESSERA_UNAVAILABLE, "launch_error_job: this job's first attempt");
@@ -219,6 +255,7 @@ class TestBackend : public tessera::plugin::Plugin {
   int32_t leftover_attempt_ = 1;
   long stop_delay_ms_ = 0;
   int stop_errors_ = 0;
+  std::string single_instance_;  // counted in instances_alive under this name.
   std::mutex mu_;
   std::map<Key, Task> tasks_;
 };

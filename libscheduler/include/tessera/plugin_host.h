@@ -60,16 +60,16 @@ struct PluginOptions {
   // The tessera-plugin-host executable for isolate. Empty (default): next to libtessera, as in
   // the build tree, or in the bin/ beside its lib/, as installed.
   std::string host_executable;
-  // Restarts of an isolated plugin allowed within any minute (default 3); a plugin that fails
-  // more often stays unhealthy until the scheduler is reopened. 0: never restart.
+  // Restarts allowed within any minute (default 3): an isolated plugin in a new process, an
+  // in-process one as a new instance unless a call hung in it. Past them, or 0, it stays down.
   int max_restarts_per_minute = 3;
   // Calls of one kind (launches, stops, polls, ...) in a row that may return an error before the
-  // plugin is marked unhealthy (default 3;
-  // >= 1; 1 is the first error). Until then an error fails only its own request: a launch is
-  // reported lost and its job placed again without spending an attempt; a stop, resize or
-  // re-partition is logged; a poll or telemetry read is asked again. A call of that kind that
-  // succeeds starts its count again. A hung call, a crash or bytes that do not parse mark the
-  // plugin unhealthy at once.
+  // plugin is marked unhealthy (default 3; >= 1; 1 is the first error). Until then an error
+  // fails only its own request: a launch is reported lost and its job placed again without
+  // spending an attempt; a stop is sent again after a backoff; a resize or re-partition is
+  // logged; a poll or telemetry read is asked again. A call of that kind that succeeds starts
+  // its count again. A hung call, a crash or bytes that do not parse mark the plugin unhealthy
+  // at once.
   int max_consecutive_errors = 3;
 };
 

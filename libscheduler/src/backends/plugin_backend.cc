@@ -30,7 +30,7 @@ StatusOr<std::unique_ptr<PluginBackend>> PluginBackend::Open(
                            LoadLibrary(options.plugin, plugin_dirs));
   backend->name_ = options.name.empty() ? library->info().name : options.name;
   const PluginOptions& p = options.plugin;
-  if (library->isolated() && p.max_restarts_per_minute > 0) {
+  if (p.max_restarts_per_minute > 0) {
     PluginBackend* self = backend.get();
     backend->restarter_ = std::make_unique<PluginRestarter>(
         backend->name_, p.max_restarts_per_minute, [self] { return self->Restart(); },
@@ -81,12 +81,28 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
     if (library->isolated()) {
       library->Abandon();  // its process is killed, so a stuck call returns.
       if (restarter_) restarter_->Schedule(why);
+      return;
     }
+    // In process, a call stuck in the plugin keeps its thread there for good: no new instance
+    // beside it. Otherwise the old instance is shut down and a new one made (Restart).
+    if (executor_->hung()) {
+      LogWarning(host_.log,
+                 "backend '{}': a call is stuck in its in-process plugin, so it is not restarted; "
+                 "it stays unhealthy until the scheduler is reopened (isolate: true restarts "
+                 "even a hung plugin)",
+                 name_);
+      return;
+    }
+    if (restarter_) restarter_->Schedule(why);
   };
   return PluginExecutor::Start(std::move(library), options_.plugin, std::move(wiring));
 }
 
 StatusOr<PluginRestarter::Restarted> PluginBackend::Restart() {
+  // An in-process plugin's failed instance goes first: its threads and whatever it holds (child
+  // processes it reaps, devices, ports) must not meet the new one's. (executor_ changes only in
+  // Install, after this returns.)
+  if (!options_.plugin.isolate) executor_->ShutDownInstance();
   TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<PluginLibrary> library,
                            LoadLibrary(options_.plugin, plugin_dirs_));
   return StartInstance(std::move(library));

@@ -5,12 +5,14 @@
 //               on it, takes its first inventory and live tasks, calls on_start (ABI 1.1) and
 //               reads a capacity provider's node groups;
 //   lost        a call failed, hung or returned bad bytes: Host::on_lost runs on the strand
-//               (the scheduler cordons this backend's nodes and requeues its jobs), and an
-//               isolated plugin is killed and scheduled for a restart;
+//               (the scheduler cordons this backend's nodes and requeues its jobs), and the
+//               plugin is scheduled for a restart: an isolated one's process is killed, an
+//               in-process one's instance shut down (unless a call is stuck in it: then it
+//               stays unhealthy, since the stuck thread cannot be taken back);
 //   restarted   a fresh instance is open: Host::on_restarted runs on the strand with the new
 //               executor, the difference between the old and new inventory and the tasks the
 //               new one reports live.
-// An in-process plugin that fails stays unhealthy until the scheduler is reopened.
+// Restarts of either kind are PluginOptions::max_restarts_per_minute at most.
 //
 // Status() is what an operator sees (tessctl backends): healthy or why not, restarts, roles,
 // and the operations asked of it (OperationTracker), counted across restarts.

@@ -409,6 +409,21 @@ PluginExecutor::~PluginExecutor() {
   worker_.reset();
 }
 
+void PluginExecutor::ShutDownInstance() {
+  if (shared_->instance == nullptr || hung()) return;
+  // No call is queued any more (the executor is unhealthy); let the last ones end first.
+  (void)reads_->RunAndWait("the last read", [] {});
+  std::shared_ptr<Shared> shared = shared_;
+  const Status done = worker_->RunAndWait("on_shutdown", [shared] {
+    shared->library->descriptor().tessera_plugin_on_shutdown(shared->instance);
+  });
+  if (!done.ok()) {
+    LogError(shared_->wiring.log, "{}", done.message());
+    return;
+  }
+  shared_->instance = nullptr;  // the destructor has nothing left to shut down.
+}
+
 StatusOr<std::vector<v1::NodeSpec>> PluginExecutor::LoadInventory() {
   // The reply lives in shared storage: if the call hangs, it may finish after we return.
   struct Call {

@@ -142,6 +142,13 @@ class PluginExecutor final : public Executor {
   bool Busy() const override;
 
   bool healthy() const { return !unhealthy_.load(); }
+  // A call is stuck in the plugin: its thread cannot be taken back, so an in-process plugin
+  // gets no new instance beside it. Any thread.
+  bool hung() const { return worker_->hung() || reads_->hung(); }
+  // An unhealthy executor's instance, shut down (on_shutdown, within the call deadline) unless a
+  // call is stuck in it, so that a new instance of an in-process plugin does not meet the old
+  // one's threads and resources. Off the strand (PluginBackend's restart); idempotent.
+  void ShutDownInstance();
   // Why it turned unhealthy (set as it turns so, before Wiring::on_unhealthy runs); empty while
   // healthy. Any thread.
   std::string unhealthy_reason() const;

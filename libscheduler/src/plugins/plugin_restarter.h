@@ -1,10 +1,11 @@
-// PluginRestarter: brings an isolated executor plugin back after it turned unhealthy, off the
-// decision strand.
+// PluginRestarter: brings an executor plugin back after it turned unhealthy, off the decision
+// strand.
 //
 // Schedule (called on the strand when the plugin turns unhealthy) wakes a thread of its own,
 // which waits a backoff (100 ms, doubling with each restart in the last minute), then calls
-// `start`: spawn a fresh host process, on_init with the same config, on_inventory and
-// on_reconcile, each within the call deadline. A failed start counts as a restart and is
+// `start`: a fresh host process for an isolated plugin (an in-process one's old instance shut
+// down instead), on_init with the same config, on_inventory and on_reconcile, each within the
+// call deadline. A failed start counts as a restart and is
 // retried. A success goes to `install`, which hands it to the strand. More than
 // max_restarts_per_minute restarts within a minute and the restarter gives up: the plugin stays
 // unhealthy (its nodes cordoned) until the scheduler is reopened.

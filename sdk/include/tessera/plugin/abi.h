@@ -22,8 +22,8 @@
  * attempt) until the host's max_consecutive_errors calls in a row (3 by default) have failed:
  * then the host marks the whole plugin unhealthy, cordons every node the plugin offers,
  * requeues every job with tasks there, ends every launch asked for while unhealthy with exit
- * code -1, and sends the plugin no new request until it is restarted (an isolated plugin is,
- * after a backoff; an in-process one only when the scheduler is reopened). Hosts of ABI 1.0
+ * code -1, and sends the plugin no new request until it is restarted after a backoff (in
+ * process: on_shutdown, then a new on_init; unless a call hung in it). Hosts of ABI 1.0
  * before this rule mark the plugin unhealthy at the first error. So a non-OK status says the
  * plugin is failing, never that one task cannot run. To fail one launch (no such node or GPU, a
  * command that cannot start, a backend that said no), return TESSERA_OK and report a
