@@ -146,6 +146,75 @@ TEST_CASE("ABI 1.1: a re-partition that fails for its GPU leaves the layout the 
   CHECK(OnlyBackend(s).healthy());  // one GPU's failure is not the plugin's.
 }
 
+std::string TestPlugin(const std::string& name) {
+  return std::string(TESSERA_TEST_PLUGIN_DIR) + "/libtessera_plugin_" + name + ".so";
+}
+
+// The test backend runs one node of MIG-managed H100s (one 7g.80gb instance each) and refuses
+// every launch with the devices the launch named; a partitioner-only plugin shapes its GPUs.
+Options MigBesideExecutor(const std::string& partitioner_config) {
+  Options options;
+  options.backends.push_back(
+      Backend("node", TestPlugin("test_backend"), "nodes=1\nmig=1\nreject_with_devices=1"));
+  BackendOptions mig = Backend("mig", TestPlugin("partitioner"), partitioner_config);
+  mig.partitions = {"node"};
+  options.backends.push_back(mig);
+  return options;
+}
+
+TEST_CASE("ABI 1.1: a partitioner-only backend shapes another backend's GPUs") {
+  SUBCASE("the launch waits for the result and carries the new instance's device") {
+    auto t = Open(MigBesideExecutor(""));
+    Scheduler* s = t.scheduler.get();
+    const uint64_t job =
+        MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id();
+    t->WaitIdle();
+    const v1::Job j = MustGet(s, job);
+    CHECK(j.status().state() == v1::FAILED);
+    const std::string& reason = j.status().reason();
+    INFO(reason);
+    CHECK(reason.find("devices: MIG-part-test-0-0-3g.40gb-") != std::string::npos);
+    CHECK(reason.find("; mig: MIG-part-test-0-0-3g.40gb-") != std::string::npos);
+    CHECK(reason.find(" gi 0 ") == std::string::npos);  // the partitioner's ids count from 1.
+    auto backends = s->ListBackends();
+    REQUIRE(backends.ok());
+    REQUIRE(backends->size() == 2);
+    const v1::Backend& mig = backends->at(1);
+    CHECK(mig.name() == "mig");
+    CHECK(mig.healthy());
+    CHECK(mig.nodes() == 0);
+    REQUIRE(mig.roles_size() == 1);
+    CHECK(mig.roles(0) == "partitioner");
+  }
+  SUBCASE("a layout that fails leaves the GPU's layout and requeues the waiting launch") {
+    auto t = Open(MigBesideExecutor("fail_node=test-0"));
+    Scheduler* s = t.scheduler.get();
+    const uint64_t job =
+        MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id();
+    t->WaitIdle();
+    const v1::Job j = MustGet(s, job);
+    INFO(j.status().reason());
+    // The launch was not sent for an instance the GPU does not have: its task was lost.
+    CHECK(EventSays(s, "re-partitioning GPU 0 of node 'test-0' failed: fail_node"));
+    CHECK(j.status().state() == v1::PENDING);
+    CHECK(j.status().losses() == 0);
+    const v1::GpuDevice gpu = NodeNamed(s, "test-0").spec().gpus(0);
+    REQUIRE(gpu.mig_instances_size() == 1);
+    CHECK(gpu.mig_instances(0).profile() == "7g.80gb");
+    CHECK_FALSE(gpu.mig_managed());
+  }
+}
+
+TEST_CASE("ABI 1.1: a partitioner-only backend must name the backends it shapes") {
+  Options options = MigBesideExecutor("");
+  options.backends[1].partitions.clear();
+  auto opened = Scheduler::Open(options);
+  REQUIRE_FALSE(opened.ok());
+  CHECK(opened.status().message() ==
+        "backends[1].partitions: plugin 'partitioner' only partitions (its kinds lack "
+        "TESSERA_PLUGIN_KIND_EXECUTOR): name the backends whose GPUs it shapes");
+}
+
 TEST_CASE("ABI 1.1: a capacity provider's node groups are shown with its backend") {
   Options options;
   options.plugin_dirs = {TESSERA_PLUGIN_DIR};

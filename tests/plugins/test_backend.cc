@@ -21,6 +21,11 @@
 //   process_launch_errors=N  the first N on_launch calls in this process fail with UNAVAILABLE,
 //                        whichever instance gets them (a new instance in process does not reset
 //                        the count; a new process does)
+//   mig=1                the GPUs are H100-80GB, MIG-managed, each one 7g.80gb instance
+//   reject_with_devices=1  every launch is refused (LAUNCH_REJECTED, not retryable) with the
+//                        devices it named in its message: "devices: <device_uuids>; mig: <uuid>
+//                        gi <gpu instance> ci <compute instance>", so a test can read them in
+//                        the job's reason
 //   single_instance=NAME on_init fails while another instance configured with this NAME has not
 //                        been shut down in this process, as a backend holding a device or reaping
 //                        its children would
@@ -92,6 +97,10 @@ class TestBackend : public tessera::plugin::Plugin {
         leftover_attempt_ = static_cast<int32_t>(value);
       else if (key == "stop_delay_ms")
         stop_delay_ms_ = value;
+      else if (key == "mig")
+        mig_ = value != 0;
+      else if (key == "reject_with_devices")
+        reject_with_devices_ = value != 0;
       else if (key == "stop_errors")
         stop_errors_ = static_cast<int>(value);
       else if (key == "process_launch_errors") {
@@ -124,15 +133,37 @@ class TestBackend : public tessera::plugin::Plugin {
       for (int g = 0; g < 8; ++g) {
         v1::GpuDevice* gpu = node->add_gpus();
         gpu->set_index(g);
-        gpu->set_model("A100-80GB");
+        gpu->set_model(mig_ ? "H100-80GB" : "A100-80GB");
         gpu->set_memory_mib(81920);
         gpu->set_healthy(true);
+        if (mig_) {
+          gpu->set_sharing(v1::GPU_SHARING_MIG);
+          gpu->set_mig_managed(true);
+          v1::MigInstance* whole = gpu->add_mig_instances();
+          whole->set_profile("7g.80gb");
+          whole->set_start(0);
+        }
       }
     }
     return PluginStatus::Ok();
   }
 
   PluginStatus Launch(const v1::LaunchTask& request) override {
+    if (reject_with_devices_) {
+      std::string devices;
+      for (const std::string& uuid : request.device_uuids()) {
+        devices += (devices.empty() ? "" : ",") + uuid;
+      }
+      v1::BackendEvent rejected;
+      rejected.set_kind(v1::BackendEvent::LAUNCH_REJECTED);
+      *rejected.mutable_ref() = request.ref();
+      rejected.set_retryable(false);
+      rejected.set_message("devices: " + devices + "; mig: " + request.mig().uuid() + " gi " +
+                           std::to_string(request.mig().gpu_instance_id()) + " ci " +
+                           std::to_string(request.mig().compute_instance_id()));
+      host().Emit(rejected);
+      return PluginStatus::Ok();
+    }
     if (launch_delay_ms_ > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(launch_delay_ms_));
     if (launch_error_) return PluginStatus::Error(TESSERA_UNAVAILABLE, "launch_error: set");
@@ -255,6 +286,8 @@ class TestBackend : public tessera::plugin::Plugin {
   int32_t leftover_attempt_ = 1;
   long stop_delay_ms_ = 0;
   int stop_errors_ = 0;
+  bool mig_ = false;
+  bool reject_with_devices_ = false;
   std::string single_instance_;  // counted in instances_alive under this name.
   std::mutex mu_;
   std::map<Key, Task> tasks_;

@@ -132,6 +132,17 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
                                      backend_set_->name(member) + "': " + why +
                                      " (node leaves in " + std::to_string(left_s) + " s)");
   };
+  // A partitioner of another backend's nodes: its start and result go to the node's owner.
+  host.on_foreign_partition_started = [this](const std::string& node, int gpu) {
+    const BackendSet::Member owner = backend_set_->OwnerOf(node);
+    if (owner >= 0) backends_[owner]->executor()->PartitionUnderWay(node, gpu);
+  };
+  host.on_foreign_partition_result = [this, member](const std::string& node, int gpu,
+                                                    const v1::PartitionLayoutResult& result) {
+    const BackendSet::Member owner = backend_set_->OwnerOf(node);
+    if (owner < 0 || owner == member) return;  // the node left (or is the partitioner's own).
+    backends_[owner]->executor()->TakePartitionResult(node, gpu, result);
+  };
   host.on_lost = [this, member](const std::string& why) {
     engine_->LoseNodes(backend_set_->NodesOf(member),
                        "backend '" + backend_set_->name(member) + "' failed: " + why);
@@ -168,6 +179,13 @@ Status SchedulerImpl::OpenBackends() {
   // Partitioners, once every name is known.
   std::set<BackendSet::Member> partitioned;
   for (size_t i = 0; i < list.size(); ++i) {
+    if (!backends_[i]->info().executor && list[i].partitions.empty()) {
+      return InvalidFieldError(BackendField(options_, i) + ".partitions",
+                               "plugin '" + backends_[i]->info().name +
+                                   "' only partitions (its kinds lack "
+                                   "TESSERA_PLUGIN_KIND_EXECUTOR): name the backends whose GPUs "
+                                   "it shapes");
+    }
     for (size_t j = 0; j < list[i].partitions.size(); ++j) {
       const std::string field =
           BackendField(options_, i) + ".partitions[" + std::to_string(j) + "]";

@@ -8,7 +8,8 @@
 //   Stop            the member the task was launched on (or that reported it live at open);
 //   Resize          every member that runs a task of the job (a gang may span backends);
 //   ApplyMigLayout  the node's partitioner: the member that `partitions` its owner, else the
-//                   owner itself.
+//                   owner itself (its result reaches the owner through the scheduler, for
+//                   the devices of the owner's launches).
 // Members report through the set (it is their ExecutorEvents), which forgets a task once it has
 // exited, was lost or was refused, and passes every report on to the engine.
 //

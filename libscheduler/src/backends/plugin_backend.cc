@@ -75,6 +75,8 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
   wiring.fencing_epoch = host_.fencing_epoch;
   wiring.on_interruption = host_.on_interruption;
   wiring.operations = operations_;
+  wiring.on_foreign_partition_started = host_.on_foreign_partition_started;
+  wiring.on_foreign_partition_result = host_.on_foreign_partition_result;
   wiring.on_unhealthy = [this, library](const std::string& why) {
     unhealthy_ = why;
     host_.on_lost(why);

@@ -108,6 +108,9 @@ struct PluginExecutor::Shared {
   std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
       provision_ended;
   std::function<void(const std::string& why)> provisioning_failed;  // every request under way.
+  // Strand only, while the executor lives: a re-partition call that failed.
+  std::function<void(const std::string& node, int gpu, const std::string& why)>
+      partition_call_failed;
   // Strand only, while the executor lives: a stop the plugin failed, to send again.
   std::function<void(const TaskRef& task, int64_t grace_ms, int retry)> stop_again;
   std::weak_ptr<Shared> self;
@@ -303,7 +306,7 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   shared_->inventory_taken = [this](const v1::Inventory& inventory) { TakeInventory(inventory); };
   shared_->partition_taken = [this](const std::string& node, int gpu,
                                     const v1::PartitionLayoutResult& result) {
-    TakePartitionResult(node, gpu, result);
+    TakeOwnPartitionResult(node, gpu, result);
   };
   shared_->provision_ended = [this](const std::string& id, bool ok, const std::string& why) {
     TakeProvisionEnd(id, ok, why);
@@ -318,6 +321,11 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
                                        if (auto s = weak.lock(); s && s->stop_again && !unhealthy_)
                                          SendStop(task, grace_ms, retry);
                                      });
+  };
+  shared_->partition_call_failed = [this](const std::string& node, int gpu,
+                                          const std::string& why) {
+    // Another backend's GPU waits for its result until its own bound.
+    if (OwnsNode(node)) ReleaseWaitingLaunches(node, gpu, why);
   };
   shared_->provisioning_failed = [this](const std::string& why) {
     while (!provisioning_.empty()) {
@@ -342,10 +350,12 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
 
 StatusOr<std::unique_ptr<PluginExecutor>> PluginExecutor::Start(
     std::shared_ptr<PluginLibrary> library, const PluginOptions& options, Wiring wiring) {
-  if (!library->info().executor) {
+  // A partitioner alone is a backend with no nodes that shapes other backends' GPUs.
+  if (!library->info().executor && !library->info().partitioner) {
     return InvalidArgumentError(
         "plugin '" + library->info().name +
-        "' is not an executor (its kinds lack TESSERA_PLUGIN_KIND_EXECUTOR)");
+        "' is neither an executor nor a partitioner (its kinds lack "
+        "TESSERA_PLUGIN_KIND_EXECUTOR and TESSERA_PLUGIN_KIND_PARTITIONER)");
   }
   std::unique_ptr<PluginExecutor> executor(
       new PluginExecutor(std::move(library), options, std::move(wiring)));
@@ -390,6 +400,7 @@ PluginExecutor::~PluginExecutor() {
     shared_->provision_ended = nullptr;
     shared_->provisioning_failed = nullptr;
     shared_->stop_again = nullptr;
+    shared_->partition_call_failed = nullptr;
   }
   // Let a read in flight finish (within its deadline, else the watchdog calls it hung): the
   // plugin is shut down only once no call is in it.
@@ -425,6 +436,7 @@ void PluginExecutor::ShutDownInstance() {
 }
 
 StatusOr<std::vector<v1::NodeSpec>> PluginExecutor::LoadInventory() {
+  if (library_->descriptor().tessera_plugin_on_inventory == nullptr) return inventory_;  // none.
   // The reply lives in shared storage: if the call hangs, it may finish after we return.
   struct Call {
     Status status;
@@ -485,6 +497,7 @@ StatusOr<std::vector<v1::NodeGroup>> PluginExecutor::LoadNodeGroups() {
 }
 
 StatusOr<std::vector<TaskRef>> PluginExecutor::LoadLiveTasks() {
+  if (library_->descriptor().tessera_plugin_on_reconcile == nullptr) return live_;  // runs none.
   struct Call {
     Status status;
     v1::LiveTasks live;
@@ -549,6 +562,29 @@ void PluginExecutor::PostRequest(const std::string& what, OperationKind kind, st
 }
 
 void PluginExecutor::Launch(const LaunchRequest& request) {
+  if (!waiting_for_partition_.empty() && request.partition &&
+      request.partition->sharing() == v1::GPU_SHARING_MIG && request.gpus.size() == 1) {
+    auto waiting = waiting_for_partition_.find({request.node, request.gpus[0]});
+    if (waiting != waiting_for_partition_.end()) {
+      waiting->second.push_back(request);  // it goes out with the result's devices.
+      return;
+    }
+  }
+  if (!failed_partitions_.empty() && request.partition &&
+      request.partition->sharing() == v1::GPU_SHARING_MIG && request.gpus.size() == 1) {
+    // Placed before the engine heard that the layout failed: the instance is not there.
+    auto failed = failed_partitions_.find({request.node, request.gpus[0]});
+    if (failed != failed_partitions_.end() &&
+        devices_.MigDevice(request.node, request.gpus[0], request.partition->mig_profile(),
+                           request.partition->mig_start()) == nullptr) {
+      ExecutorEvents* events = shared_->wiring.events;
+      shared_->Post([events, ref = request.ref,
+                     why = "re-partitioning GPU " + std::to_string(request.gpus[0]) + " of node '" +
+                           request.node +
+                           "' failed: " + failed->second] { events->OnTaskLost(ref, why); });
+      return;
+    }
+  }
   const v1::LaunchTask launch = MakeLaunchTask(request, devices_, shared_->wiring.fencing_epoch);
   ExecutorEvents* events = shared_->wiring.events;
   const TaskRef ref = request.ref;
@@ -562,7 +598,19 @@ void PluginExecutor::Launch(const LaunchRequest& request) {
   PostPoll();
 }
 
-void PluginExecutor::Stop(const TaskRef& task, int64_t grace_ms) { SendStop(task, grace_ms, 0); }
+void PluginExecutor::Stop(const TaskRef& task, int64_t grace_ms) {
+  // A launch still waiting for its GPU's re-partition never reached the plugin: it ends here.
+  for (auto& [gpu, launches] : waiting_for_partition_) {
+    for (auto it = launches.begin(); it != launches.end(); ++it) {
+      if (!(it->ref == task)) continue;
+      launches.erase(it);
+      ExecutorEvents* events = shared_->wiring.events;
+      shared_->Post([events, task] { events->OnTaskExited(task, kStoppedBeforeLaunchExitCode); });
+      return;
+    }
+  }
+  SendStop(task, grace_ms, 0);
+}
 
 void PluginExecutor::SendStop(const TaskRef& task, int64_t grace_ms, int retry) {
   v1::StopTask stop;
@@ -597,6 +645,13 @@ void PluginExecutor::Resize(const TaskRef& job, int tasks) {
 void PluginExecutor::ApplyMigLayout(const std::string& node, int gpu,
                                     const std::vector<v1::MigInstance>& layout) {
   if (library_->descriptor().tessera_plugin_on_apply_partition_layout != nullptr) {
+    // A result will come: launches onto the GPU wait for it (the owner's, when the node is
+    // another backend's).
+    if (OwnsNode(node)) {
+      WaitForPartition(node, gpu);
+    } else if (shared_->wiring.on_foreign_partition_started) {
+      shared_->wiring.on_foreign_partition_started(node, gpu);
+    }
     PostPartitionLayout(node, gpu, layout);
     return;
   }
@@ -637,7 +692,10 @@ void PluginExecutor::PostPartitionLayout(const std::string& node, int gpu,
         if (code != TESSERA_OK) {
           const std::string why = CallError(shared->library->info(), what, code, error.bytes);
           shared->wiring.operations->End(op, false, why);
-          shared->CallFailed(what, why, nullptr);
+          // The launches waiting on the GPU (its owner's, when that is this executor) are lost.
+          shared->CallFailed(what, why, [shared, node, gpu, why] {
+            if (shared->partition_call_failed) shared->partition_call_failed(node, gpu, why);
+          });
           return;
         }
         auto result = std::make_shared<v1::PartitionLayoutResult>();
@@ -657,18 +715,83 @@ void PluginExecutor::PostPartitionLayout(const std::string& node, int gpu,
   if (!queued) operations->End(op, false, "the plugin is unhealthy; " + what + " was not called");
 }
 
+bool PluginExecutor::OwnsNode(const std::string& node) const {
+  for (const v1::NodeSpec& n : inventory_) {
+    if (n.name() == node) return true;
+  }
+  return false;
+}
+
+void PluginExecutor::TakeOwnPartitionResult(const std::string& node, int gpu,
+                                            const v1::PartitionLayoutResult& result) {
+  if (OwnsNode(node)) {
+    TakePartitionResult(node, gpu, result);
+  } else if (shared_->wiring.on_foreign_partition_result) {
+    shared_->wiring.on_foreign_partition_result(node, gpu, result);
+  }
+}
+
+void PluginExecutor::PartitionUnderWay(const std::string& node, int gpu) {
+  if (OwnsNode(node)) WaitForPartition(node, gpu);
+}
+
+void PluginExecutor::WaitForPartition(const std::string& node, int gpu) {
+  const auto key = std::make_pair(node, gpu);
+  if (waiting_for_partition_.count(key)) return;  // its bound runs already.
+  waiting_for_partition_[key];
+  const int64_t bound_ms = 2 * DeadlineOf(options_.partition_deadline).count();
+  std::weak_ptr<Shared> weak = shared_;
+  auto waiting = [this, weak, key] {
+    auto s = weak.lock();
+    return s && s->partition_call_failed && waiting_for_partition_.count(key) > 0;
+  };
+  shared_->wiring.timers->Schedule(
+      shared_->wiring.clock->NowUs() + bound_ms * 1000,
+      [this, waiting, node, gpu, bound_ms] {
+        if (!waiting()) return;
+        ReleaseWaitingLaunches(node, gpu,
+                               "no partition result within " + std::to_string(bound_ms) + " ms");
+      },
+      waiting);
+}
+
+void PluginExecutor::ReleaseWaitingLaunches(const std::string& node, int gpu,
+                                            const std::string& failure) {
+  auto it = waiting_for_partition_.find({node, gpu});
+  if (it == waiting_for_partition_.end()) return;
+  const std::vector<LaunchRequest> launches = std::move(it->second);
+  waiting_for_partition_.erase(it);
+  for (const LaunchRequest& request : launches) {
+    if (failure.empty()) {
+      Launch(request);
+    } else {
+      shared_->wiring.events->OnTaskLost(request.ref, "re-partitioning GPU " + std::to_string(gpu) +
+                                                          " of node '" + node +
+                                                          "' failed: " + failure);
+    }
+  }
+}
+
 void PluginExecutor::TakePartitionResult(const std::string& node, int gpu,
                                          const v1::PartitionLayoutResult& result) {
   v1::NodeSpec* spec = nullptr;
   for (v1::NodeSpec& n : inventory_) {
     if (n.name() == node) spec = &n;
   }
-  if (spec == nullptr || gpu < 0 || gpu >= spec->gpus_size()) return;  // gone meanwhile.
+  if (spec == nullptr || gpu < 0 || gpu >= spec->gpus_size()) {  // gone meanwhile.
+    ReleaseWaitingLaunches(node, gpu, "the node or GPU is gone");
+    return;
+  }
   v1::GpuDevice* device = spec->mutable_gpus(gpu);
   *device->mutable_mig_instances() = result.applied().mig_instances();
   *device->mutable_instances() = result.instances();
   devices_.TakeGpu(node, gpu, *device);
-  if (result.error().empty()) return;
+  if (result.error().empty()) {
+    failed_partitions_.erase({node, gpu});
+    ReleaseWaitingLaunches(node, gpu, "");
+    return;
+  }
+  failed_partitions_[{node, gpu}] = result.error();
   // The engine learns the layout the GPU has, and stops re-partitioning it (it would only fail
   // again, and in virtual time without end) until the plugin reports its inventory anew.
   device->set_mig_managed(false);
@@ -679,6 +802,9 @@ void PluginExecutor::TakePartitionResult(const std::string& node, int gpu,
              result.applied().mig_instances_size());
   InventoryDiff diff;
   diff.changed.push_back(*spec);
+  // The waiting tasks go first, so the engine no longer holds the instances they were placed on
+  // when it takes the GPU's real layout.
+  ReleaseWaitingLaunches(node, gpu, result.error());
   if (shared_->wiring.on_inventory) shared_->wiring.on_inventory(diff);
 }
 
@@ -703,7 +829,7 @@ void PluginExecutor::PostPoll() {
 }
 
 void PluginExecutor::PostInventoryRead() {
-  if (unhealthy_) return;
+  if (unhealthy_ || library_->descriptor().tessera_plugin_on_inventory == nullptr) return;
   std::shared_ptr<Shared> shared = shared_;
   // Not a read of the other lane: the ABI lets only polls and telemetry overlap other calls.
   Queue(Lane::kOperations, "on_inventory", [shared] {
@@ -724,6 +850,7 @@ void PluginExecutor::TakeInventory(const v1::Inventory& inventory) {
   const InventoryDiff diff = DiffInventory(inventory_, now);
   inventory_ = std::move(now);
   devices_.Take(inventory_);
+  failed_partitions_.clear();  // the plugin's inventory is the truth again.
   if (!diff.empty() && shared_->wiring.on_inventory) shared_->wiring.on_inventory(diff);
 }
 

@@ -76,6 +76,8 @@ class PluginExecutor final : public Executor {
  public:
   // The exit code a task reports when the plugin refused or could not be asked to launch it.
   static constexpr int kPluginFailedExitCode = -1;
+  // The exit code of a task stopped while its launch waited for a partition result (SIGTERM's).
+  static constexpr int kStoppedBeforeLaunchExitCode = 143;
 
   struct Wiring {
     std::function<void(std::function<void()>)> post;  // runs a function on the decision strand.
@@ -104,6 +106,12 @@ class PluginExecutor final : public Executor {
     // is the plugin's message or the timeout. Runs on the strand.
     std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
         on_provisioned;
+    // This plugin re-partitions a GPU of another backend's node (BackendOptions::partitions):
+    // the re-partition started, and its result. Both belong to the node's owner
+    // (PartitionUnderWay, TakePartitionResult). Strand.
+    std::function<void(const std::string& node, int gpu)> on_foreign_partition_started;
+    std::function<void(const std::string& node, int gpu, const v1::PartitionLayoutResult& result)>
+        on_foreign_partition_result;
   };
 
   // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.
@@ -133,6 +141,20 @@ class PluginExecutor final : public Executor {
   void ApplyMigLayout(const std::string& node, int gpu,
                       const std::vector<v1::MigInstance>& layout) override;
   std::vector<TaskRef> LiveTasks() override { return live_; }
+  // Partition results (ABI 1.1): a MIG launch onto a GPU whose re-partition is under way waits
+  // for its result, so that it carries the new instance's UUID and GI/CI ids; if the layout
+  // failed for the GPU (before or after the launch was asked for), or no result comes within
+  // twice the partition deadline, the task is reported lost (placed again without spending an
+  // attempt). Strand.
+  //
+  // Another backend's partitioner re-partitions GPU `gpu` of this executor's node `node`.
+  void PartitionUnderWay(const std::string& node, int gpu);
+  // What the partitioner (this plugin, or another backend's) says GPU `gpu` of `node` has now.
+  // A layout that failed for the GPU reaches the engine as a change of the node's inventory:
+  // the layout it has, no longer managed (until the plugin's next inventory says otherwise), so
+  // it is not tried again.
+  void TakePartitionResult(const std::string& node, int gpu,
+                           const v1::PartitionLayoutResult& result);
   // Capacity providers (strand): asks for `count` nodes of `node_group`. `request_id` names the
   // request to the plugin (the same id never provisions twice, so a caller that retries after a
   // crash passes the one it used). Ends through Wiring::on_provisioned; the operation's id.
@@ -194,11 +216,16 @@ class PluginExecutor final : public Executor {
   // ABI 1.1 partitioners: on_apply_partition_layout, whose result TakePartitionResult takes.
   void PostPartitionLayout(const std::string& node, int gpu,
                            const std::vector<v1::MigInstance>& layout);
-  // Strand: what the partitioner says GPU `gpu` of `node` has now. A layout that failed for the
-  // GPU reaches the engine as a change of the node's inventory: the layout it has, no longer
-  // managed (until the plugin's next inventory says otherwise), so it is not tried again.
-  void TakePartitionResult(const std::string& node, int gpu,
-                           const v1::PartitionLayoutResult& result);
+  // Strand: this plugin's partition result, for a GPU of its own or of another backend's node.
+  void TakeOwnPartitionResult(const std::string& node, int gpu,
+                              const v1::PartitionLayoutResult& result);
+  // Strand: a re-partition of one of this executor's GPUs is under way; MIG launches onto it
+  // wait (waiting_for_partition_), at most twice the partition deadline.
+  void WaitForPartition(const std::string& node, int gpu);
+  // Strand: the launches waiting for `gpu`'s re-partition go out, or, when `failure` is set,
+  // their tasks are reported lost with it.
+  void ReleaseWaitingLaunches(const std::string& node, int gpu, const std::string& failure);
+  bool OwnsNode(const std::string& node) const;
   // Strand: `inventory` replaces the one taken before; the difference goes to the engine.
   void TakeInventory(const v1::Inventory& inventory);
   void PollerLoop();
@@ -213,6 +240,11 @@ class PluginExecutor final : public Executor {
     std::optional<TimerQueue::TimerId> deadline;
   };
   std::map<std::string, Provisioning> provisioning_;  // strand, by request id.
+  // Strand: GPUs (node, index) being re-partitioned, and the MIG launches onto each that wait.
+  std::map<std::pair<std::string, int>, std::vector<LaunchRequest>> waiting_for_partition_;
+  // Strand: GPUs whose latest layout failed, and why; a MIG launch placed onto one before the
+  // engine heard of it is reported lost rather than sent for an instance that is not there.
+  std::map<std::pair<std::string, int>, std::string> failed_partitions_;
   std::atomic<bool> unhealthy_{false};
   std::vector<v1::NodeSpec> inventory_;
   DeviceBook devices_;  // the devices of inventory_, by name, for launches.

@@ -43,6 +43,8 @@ struct Strand : ExecutorEvents {
   TimerQueue timers;
   std::shared_ptr<Clock> clock;
   std::vector<TaskRef> started;
+  std::vector<std::pair<TaskRef, int>> exited;
+  std::vector<std::string> rejected;  // the reasons.
   std::vector<std::tuple<std::string, bool, std::string>> provisioned;
   int readings = 0;
   std::string unhealthy;
@@ -67,9 +69,11 @@ struct Strand : ExecutorEvents {
   }
 
   void OnTaskStarted(const TaskRef& task) override { started.push_back(task); }
-  void OnTaskExited(const TaskRef&, int) override {}
+  void OnTaskExited(const TaskRef& task, int code) override { exited.emplace_back(task, code); }
   void OnTaskLost(const TaskRef&, const std::string&) override {}
-  void OnLaunchRejected(const TaskRef&, bool, const std::string&) override {}
+  void OnLaunchRejected(const TaskRef&, bool, const std::string& why) override {
+    rejected.push_back(why);
+  }
 
   PluginExecutor::Wiring Wiring() {
     PluginExecutor::Wiring w;
@@ -310,6 +314,68 @@ TEST_CASE("plugin operations: an executor plugin that provides no capacity refus
   CHECK(std::get<2>(strand.provisioned[0]) ==
         "the plugin is not a capacity provider (it has no on_provision)");
   CHECK(operations->Counts().kinds[static_cast<int>(OperationKind::kProvision)].failed == 1);
+}
+
+std::string TestPluginPath(const std::string& name) {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "plugins" /
+          ("libtessera_plugin_" + name + ".so"))
+      .string();
+}
+
+// A MIG launch asked for while its GPU's re-partition is under way (on the real clock it may
+// well be: the partition call runs on the plugin's lane, its result comes back later) waits for
+// the result and goes out with the instance's device. Here the partitioner is another
+// backend's plugin, wired to the owner as SchedulerImpl wires them.
+TEST_CASE("plugin operations: a MIG launch waits for its GPU's partition result") {
+  auto clock = std::make_shared<ManualClock>();
+  Strand strand(clock);
+  PluginOptions owner_options;
+  owner_options.plugin = TestBackendPath();
+  owner_options.config = "nodes=1\nmig=1\nreject_with_devices=1\n";
+  auto owner_library = PluginLibrary::Load(owner_options.plugin, {});
+  REQUIRE(owner_library.ok());
+  std::unique_ptr<PluginExecutor> owner = Open(*owner_library, owner_options, &strand);
+
+  PluginOptions partitioner_options;
+  partitioner_options.plugin = TestPluginPath("partitioner");
+  auto partitioner_library = PluginLibrary::Load(partitioner_options.plugin, {});
+  REQUIRE(partitioner_library.ok());
+  PluginExecutor::Wiring wiring = strand.Wiring();
+  wiring.on_foreign_partition_started = [&](const std::string& node, int gpu) {
+    owner->PartitionUnderWay(node, gpu);
+  };
+  wiring.on_foreign_partition_result = [&](const std::string& node, int gpu,
+                                           const v1::PartitionLayoutResult& result) {
+    owner->TakePartitionResult(node, gpu, result);
+  };
+  auto partitioner = PluginExecutor::Start(*partitioner_library, partitioner_options, wiring);
+  REQUIRE(partitioner.ok());
+
+  v1::MigInstance three;
+  three.set_profile("3g.40gb");
+  three.set_start(4);
+  (*partitioner)->ApplyMigLayout("test-0", 0, {three});
+  LaunchRequest launch = LaunchOf(1, "test-0");
+  launch.gpus = {0};
+  v1::GpuPartition partition;
+  partition.set_sharing(v1::GPU_SHARING_MIG);
+  partition.set_mig_profile("3g.40gb");
+  partition.set_mig_start(4);
+  launch.partition = partition;
+  owner->Launch(launch);
+  LaunchRequest stopped = launch;
+  stopped.ref = TaskRef{2, 1, 0};
+  owner->Launch(stopped);
+  owner->Stop(stopped.ref, 0);  // never reached the plugin: it ends here.
+  // The result reaches the owner; the waiting launch goes out, naming the new instance (sent at
+  // once, it would have named none: "devices: ; mig:  gi 0 ci 0").
+  strand.Drain();
+  REQUIRE(strand.rejected.size() == 1);
+  CHECK(strand.rejected[0] ==
+        "devices: MIG-part-test-0-0-3g.40gb-4; mig: MIG-part-test-0-0-3g.40gb-4 gi 1 ci 0");
+  REQUIRE(strand.exited.size() == 1);
+  CHECK(strand.exited[0].first == stopped.ref);
+  CHECK(strand.exited[0].second == PluginExecutor::kStoppedBeforeLaunchExitCode);
 }
 
 TEST_CASE("operation tracker: ids, one end each, and what failed last") {
