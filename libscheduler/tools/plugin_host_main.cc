@@ -203,13 +203,21 @@ struct Lane {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Frame> calls;
+  bool serving = false;             // a call of this lane is in the plugin.
+  Lane* before_shutdown = nullptr;  // a lane that must be idle before on_shutdown runs here.
 
   void Push(Frame call) {
     {
       std::lock_guard<std::mutex> lock(mu);
       calls.push_back(std::move(call));
     }
-    cv.notify_one();
+    cv.notify_all();
+  }
+
+  // Returns once no call of this lane is queued or in the plugin.
+  void WaitIdle() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return calls.empty() && !serving; });
   }
 
   void Run() {
@@ -220,8 +228,20 @@ struct Lane {
         cv.wait(lock, [this] { return !calls.empty(); });
         call = std::move(calls.front());
         calls.pop_front();
+        serving = true;
       }
-      Send(Serve(call));
+      // The scheduler sends on_shutdown only after the reads it asked for were answered, but
+      // the instance must not be freed under a read even if one were still here.
+      if (call.function == Function::kShutdown && before_shutdown != nullptr) {
+        before_shutdown->WaitIdle();
+      }
+      Frame reply = Serve(call);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        serving = false;
+      }
+      cv.notify_all();
+      Send(reply);
     }
   }
 };
@@ -300,6 +320,7 @@ int main(int argc, char** argv) {
   host.tessera_host_emit_event = HostEmitEvent;
   host.tessera_host_now_us = HostNowUs;
   host.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
+  operations.before_shutdown = &reads;
   std::thread([] { operations.Run(); }).detach();
   std::thread([] { reads.Run(); }).detach();
 

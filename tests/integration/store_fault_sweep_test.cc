@@ -142,7 +142,10 @@ void Verify(const Options& options, ManualClock& clock, const Ledger& ledger) {
   clock.AdvanceUs(1'000'000);
   s->WaitIdle();
 
-  for (const auto& [id, name] : ledger.submitted) {
+  for (const auto& entry : ledger.submitted) {
+    // Not a structured binding: clang (the sanitizer builds) cannot capture one in a message.
+    const uint64_t id = entry.first;
+    const std::string& name = entry.second;
     auto job = s->GetJob(id);
     REQUIRE_MESSAGE(job.ok(), "acknowledged job ", id, ": ", job.status().ToString());
     CHECK(job->spec().name() == name);

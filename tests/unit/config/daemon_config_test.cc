@@ -183,7 +183,10 @@ TEST_CASE("daemon config: store.check_at_open maps onto StoreOptions::check_at_o
   const std::pair<const char*, StoreCheck> cases[] = {{"STORE_CHECK_NONE", StoreCheck::kNone},
                                                       {"STORE_CHECK_QUICK", StoreCheck::kQuick},
                                                       {"STORE_CHECK_FULL", StoreCheck::kFull}};
-  for (const auto& [name, level] : cases) {
+  for (const auto& c : cases) {
+    // Not a structured binding: clang (the sanitizer builds) cannot capture one in CAPTURE.
+    const char* name = c.first;
+    const StoreCheck level = c.second;
     CAPTURE(name);
     StatusOr<v1::DaemonConfig> config =
         LoadYaml(std::string("store: {check_at_open: ") + name + "}\n");

@@ -419,6 +419,10 @@ TEST_CASE("plugin worker: a call's own deadline, not the worker's, decides when 
             .ok());
   CHECK(reported().empty());
   CHECK_FALSE(worker.hung());
+  // The waiter may return before the worker has put the slow call down; a call queued before
+  // that waits for it too (its wait includes the slow call's deadline).
+  for (int i = 0; i < 100 && worker.InFlight() > 0; ++i)
+    std::this_thread::sleep_for(milliseconds(5));
   // Past its own.
   const Status late = worker.RunAndWait(
       "late", [] { std::this_thread::sleep_for(milliseconds(400)); }, milliseconds(100));

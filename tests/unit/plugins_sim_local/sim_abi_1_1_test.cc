@@ -318,7 +318,10 @@ TEST_CASE("sim 1.1: bad capacity and interruption configs name the field") {
       {R"("changes": [{"at_ms": 1, "interrupt": ["a-0"], "notice_ms": -1}]})",
        "changes[0].notice_ms: must be >= 0"},
   };
-  for (const auto& [rest, message] : cases) {
+  for (const auto& c : cases) {
+    // Not a structured binding: clang (the sanitizer builds) cannot capture one in CAPTURE.
+    const std::string& rest = c.first;
+    const std::string& message = c.second;
     CAPTURE(rest);
     const PluginStatus status = host->Init(group + rest);
     CHECK(status.code == TESSERA_INVALID_ARGUMENT);
