@@ -12,6 +12,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "integration/fixture.h"
 #include "tessera/plugin_host.h"
@@ -313,6 +314,33 @@ TEST_CASE("plugin host, in process: a plugin with a hung call is not restarted b
   CHECK(backends->at(0).restarts() == 0);
   CHECK(backends->at(0).unhealthy_reason().find("did not return within 200 ms") !=
         std::string::npos);
+}
+
+TEST_CASE("plugin host, in process: a hung plugin's instance is shut down once its call returns") {
+  // single_instance: a second instance of this name cannot start while the first lives.
+  Options options = WithPlugin("test_backend", "launch_delay_ms=800\nsingle_instance=hung",
+                               Hosting::kInProcess, std::chrono::milliseconds(100));
+  {
+    auto t = Open(options);
+    MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(1).Build());
+    t->WaitIdle();
+    auto backends = t.scheduler->ListBackends();
+    REQUIRE(backends.ok());
+    REQUIRE_FALSE(backends->at(0).healthy());
+  }  // closed while the launch is still stuck in the plugin.
+  // Once the launch returns, nothing uses the instance any more: it gets its on_shutdown, so a
+  // new scheduler can make one (without it: "another instance named 'hung' is alive").
+  bool reopened = false;
+  for (int i = 0; i < 100 && !reopened; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto again = Scheduler::Open(options);
+    reopened = again.ok();
+    if (!reopened) {
+      CHECK(again.status().message().find("another instance named 'hung' is alive") !=
+            std::string::npos);
+    }
+  }
+  CHECK(reopened);
 }
 
 // --- Isolated.

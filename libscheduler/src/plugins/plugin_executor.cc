@@ -85,7 +85,18 @@ Status CallForReply(tessera_status (*fn)(tessera_plugin_instance*, tessera_sink*
 struct PluginExecutor::Shared {
   std::shared_ptr<PluginLibrary> library;
   tessera_host_api host{};
-  tessera_plugin_instance* instance = nullptr;
+  tessera_plugin_instance* instance = nullptr;  // null once shut down.
+
+  // The last reference is gone, so the executor is, and no call is in the plugin any more (each
+  // queued or running call holds one). An in-process instance that is still here was left
+  // because a call hung in it; that call has returned now, so the instance gets its on_shutdown
+  // (on the thread that let go last, usually the one the call hung on) and its memory, threads
+  // and devices go. An isolated one's process was killed instead.
+  ~Shared() {
+    if (instance != nullptr && library && !library->isolated()) {
+      library->descriptor().tessera_plugin_on_shutdown(instance);
+    }
+  }
   Wiring wiring;
   std::atomic<bool>* unhealthy = nullptr;  // valid while !closed.
 
@@ -412,6 +423,7 @@ PluginExecutor::~PluginExecutor() {
     std::shared_ptr<Shared> shared = shared_;
     Status done = worker_->RunAndWait("on_shutdown", [shared] {
       shared->library->descriptor().tessera_plugin_on_shutdown(shared->instance);
+      shared->instance = nullptr;
     });
     if (!done.ok()) LogError(shared_->wiring.log, "{}", done.message());
   } else if (stuck) {
@@ -427,12 +439,9 @@ void PluginExecutor::ShutDownInstance() {
   std::shared_ptr<Shared> shared = shared_;
   const Status done = worker_->RunAndWait("on_shutdown", [shared] {
     shared->library->descriptor().tessera_plugin_on_shutdown(shared->instance);
+    shared->instance = nullptr;  // the destructor has nothing left to shut down.
   });
-  if (!done.ok()) {
-    LogError(shared_->wiring.log, "{}", done.message());
-    return;
-  }
-  shared_->instance = nullptr;  // the destructor has nothing left to shut down.
+  if (!done.ok()) LogError(shared_->wiring.log, "{}", done.message());
 }
 
 StatusOr<std::vector<v1::NodeSpec>> PluginExecutor::LoadInventory() {
