@@ -1,4 +1,7 @@
-// PluginExecutor: the engine's Executor, served by an executor plugin through the C ABI.
+// PluginExecutor: the engine's Executor, served by a plugin through the C ABI (an executor, or a
+// partitioner alone, which owns no nodes). Its code is split by idea: plugin_executor.cc
+// (opening, launches, stops, reads, health), plugin_executor_partitions.cc and
+// plugin_executor_provisioning.cc; plugin_executor_shared.h holds what they share.
 //
 // The engine calls it on the decision strand and must never wait for a plugin there: launch,
 // stop, resize, re-partitioning and provisioning are queued and return at once. Only opening
