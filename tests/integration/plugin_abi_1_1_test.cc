@@ -205,6 +205,30 @@ TEST_CASE("ABI 1.1: a partitioner-only backend shapes another backend's GPUs") {
   }
 }
 
+TEST_CASE("ABI 1.1: a foreign partitioner whose call fails releases the launch waiting for it") {
+  auto t = Open(MigBesideExecutor("call_error_node=test-0"));
+  Scheduler* s = t.scheduler.get();
+  const uint64_t job = MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id();
+  t->WaitIdle();
+  // At once, without waiting out the bound (no time has passed): the task was lost, not sent.
+  CHECK(EventSays(s,
+                  "re-partitioning GPU 0 of node 'test-0' failed: plugin 'partitioner': "
+                  "on_apply_partition_layout failed"));
+  const v1::Job j = MustGet(s, job);
+  CHECK(j.status().state() == v1::PENDING);
+  CHECK(j.status().losses() == 0);
+  CHECK(j.status().reason().find("devices: ;") == std::string::npos);  // never sent bare.
+  // The GPU keeps the layout last reported, no longer managed: not tried again and again.
+  const v1::GpuDevice gpu = NodeNamed(s, "test-0").spec().gpus(0);
+  REQUIRE(gpu.mig_instances_size() == 1);
+  CHECK(gpu.mig_instances(0).profile() == "7g.80gb");
+  CHECK_FALSE(gpu.mig_managed());
+  auto backends = s->ListBackends();
+  REQUIRE(backends.ok());
+  REQUIRE(backends->size() == 2);
+  CHECK(backends->at(1).healthy());  // one failed call is not the partitioner's failure.
+}
+
 TEST_CASE("ABI 1.1: a partitioner-only backend must name the backends it shapes") {
   Options options = MigBesideExecutor("");
   options.backends[1].partitions.clear();

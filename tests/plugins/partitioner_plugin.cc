@@ -7,6 +7,7 @@
 // compute instance 0. Config ("key=value" lines):
 //   fail_node=NAME   layouts for GPUs of node NAME fail for the GPU (the result's error), the
 //                    GPU keeping the layout it had, as after an NVML error
+//   call_error_node=NAME  the call itself fails (UNAVAILABLE) for GPUs of node NAME: no result
 // The layouts it applied are remembered per GPU, so a failing GPU reports what it has: the last
 // layout applied, or, before any, the whole GPU as one instance (7g.80gb at 0, as an H100 has
 // when MIG is first enabled and the operator made one instance).
@@ -36,6 +37,8 @@ class Partitioner : public tessera::plugin::Plugin {
       const std::string key = line.substr(0, eq);
       if (key == "fail_node") {
         fail_node_ = line.substr(eq + 1);
+      } else if (key == "call_error_node") {
+        call_error_node_ = line.substr(eq + 1);
       } else {
         return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, key + ": unknown key");
       }
@@ -47,6 +50,9 @@ class Partitioner : public tessera::plugin::Plugin {
                                     v1::PartitionLayoutResult* result) override {
     std::lock_guard<std::mutex> lock(mu_);
     const auto gpu = std::make_pair(request.node(), request.gpu());
+    if (request.node() == call_error_node_) {
+      return PluginStatus::Error(TESSERA_UNAVAILABLE, "call_error_node: the device is busy");
+    }
     if (request.node() == fail_node_) {
       result->set_error("fail_node: partitioning fails on node '" + fail_node_ + "'");
       auto known = applied_.find(gpu);
@@ -77,6 +83,7 @@ class Partitioner : public tessera::plugin::Plugin {
  private:
   std::mutex mu_;
   std::string fail_node_;
+  std::string call_error_node_;
   std::map<std::pair<std::string, int>, v1::PartitionLayout> applied_;
 };
 

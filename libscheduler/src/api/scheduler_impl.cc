@@ -143,6 +143,12 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
     if (owner < 0 || owner == member) return;  // the node left (or is the partitioner's own).
     backends_[owner]->executor()->TakePartitionResult(node, gpu, result);
   };
+  host.on_foreign_partition_failed = [this, member](const std::string& node, int gpu,
+                                                    const std::string& why) {
+    const BackendSet::Member owner = backend_set_->OwnerOf(node);
+    if (owner < 0 || owner == member) return;
+    backends_[owner]->executor()->PartitionFailed(node, gpu, why);
+  };
   host.on_lost = [this, member](const std::string& why) {
     engine_->LoseNodes(backend_set_->NodesOf(member),
                        "backend '" + backend_set_->name(member) + "' failed: " + why);

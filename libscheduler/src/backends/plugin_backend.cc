@@ -77,6 +77,7 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
   wiring.operations = operations_;
   wiring.on_foreign_partition_started = host_.on_foreign_partition_started;
   wiring.on_foreign_partition_result = host_.on_foreign_partition_result;
+  wiring.on_foreign_partition_failed = host_.on_foreign_partition_failed;
   wiring.on_unhealthy = [this, library](const std::string& why) {
     unhealthy_ = why;
     host_.on_lost(why);

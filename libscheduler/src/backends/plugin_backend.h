@@ -57,11 +57,13 @@ class PluginBackend {
     // The cloud takes `node` back at `deadline_us` (a capacity provider's spot notice).
     std::function<void(const std::string& node, int64_t deadline_us, const std::string& why)>
         on_interruption;
-    // This backend re-partitions a GPU of another backend's node: the start and the result,
-    // for the node's owner (PluginExecutor::Wiring).
+    // This backend re-partitions a GPU of another backend's node: the start, the result or the
+    // failed call, for the node's owner (PluginExecutor::Wiring).
     std::function<void(const std::string& node, int gpu)> on_foreign_partition_started;
     std::function<void(const std::string& node, int gpu, const v1::PartitionLayoutResult& result)>
         on_foreign_partition_result;
+    std::function<void(const std::string& node, int gpu, const std::string& why)>
+        on_foreign_partition_failed;
     uint64_t fencing_epoch = 0;  // Options::fencing_epoch.
   };
 

@@ -84,8 +84,11 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   };
   shared_->partition_call_failed = [this](const std::string& node, int gpu,
                                           const std::string& why) {
-    // Another backend's GPU waits for its result until its own bound.
-    if (OwnsNode(node)) ReleaseWaitingLaunches(node, gpu, why);
+    if (OwnsNode(node)) {
+      PartitionFailed(node, gpu, why);
+    } else if (shared_->wiring.on_foreign_partition_failed) {
+      shared_->wiring.on_foreign_partition_failed(node, gpu, why);
+    }
   };
   shared_->provisioning_failed = [this](const std::string& why) {
     while (!provisioning_.empty()) {

@@ -110,11 +110,13 @@ class PluginExecutor final : public Executor {
     std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
         on_provisioned;
     // This plugin re-partitions a GPU of another backend's node (BackendOptions::partitions):
-    // the re-partition started, and its result. Both belong to the node's owner
-    // (PartitionUnderWay, TakePartitionResult). Strand.
+    // the re-partition started, its result, or its call failed (no result). Each belongs to the
+    // node's owner (PartitionUnderWay, TakePartitionResult, PartitionFailed). Strand.
     std::function<void(const std::string& node, int gpu)> on_foreign_partition_started;
     std::function<void(const std::string& node, int gpu, const v1::PartitionLayoutResult& result)>
         on_foreign_partition_result;
+    std::function<void(const std::string& node, int gpu, const std::string& why)>
+        on_foreign_partition_failed;
   };
 
   // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.
@@ -158,6 +160,9 @@ class PluginExecutor final : public Executor {
   // it is not tried again.
   void TakePartitionResult(const std::string& node, int gpu,
                            const v1::PartitionLayoutResult& result);
+  // The partitioner's call for GPU `gpu` of `node` failed, so no result comes: taken as a layout
+  // that failed with `why`, the GPU keeping the layout last reported (TakePartitionResult).
+  void PartitionFailed(const std::string& node, int gpu, const std::string& why);
   // Capacity providers (strand): asks for `count` nodes of `node_group`. `request_id` names the
   // request to the plugin (the same id never provisions twice, so a caller that retries after a
   // crash passes the one it used). Ends through Wiring::on_provisioned; the operation's id.

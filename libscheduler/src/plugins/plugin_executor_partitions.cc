@@ -103,6 +103,20 @@ void PluginExecutor::PartitionUnderWay(const std::string& node, int gpu) {
   if (OwnsNode(node)) WaitForPartition(node, gpu);
 }
 
+void PluginExecutor::PartitionFailed(const std::string& node, int gpu, const std::string& why) {
+  // A failed layout whose GPU has what it had when last reported: the engine takes that layout,
+  // unmanaged, rather than placing again and again onto instances that were never made.
+  v1::PartitionLayoutResult result;
+  result.set_error(why);
+  for (const v1::NodeSpec& n : inventory_) {
+    if (n.name() != node || gpu < 0 || gpu >= n.gpus_size()) continue;
+    result.mutable_applied()->set_sharing(n.gpus(gpu).sharing());
+    *result.mutable_applied()->mutable_mig_instances() = n.gpus(gpu).mig_instances();
+    *result.mutable_instances() = n.gpus(gpu).instances();
+  }
+  TakePartitionResult(node, gpu, result);
+}
+
 void PluginExecutor::WaitForPartition(const std::string& node, int gpu) {
   const auto key = std::make_pair(node, gpu);
   if (waiting_for_partition_.count(key)) return;  // its bound runs already.
