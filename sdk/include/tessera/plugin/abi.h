@@ -35,13 +35,15 @@
  * stop that fails for one task: return TESSERA_OK and log it.
  *
  * Threads: the host never calls one plugin instance from two threads at once, except
- * on_poll_events and on_telemetry, which may overlap any other call. A plugin may call the host
+ * on_poll_events and on_telemetry, which may overlap any other call (a host of ABI 1.1 runs them
+ * on a thread of their own, so guard what they share with launches). A plugin may call the host
  * callbacks from any thread, at any time between on_init's return and on_shutdown's return;
  * a host of ABI 1.1 then calls on_start, where a plugin starts the threads that watch its
  * backend and report (a host of 1.0 never calls it: a plugin that must run under one starts
  * them when the host's tessera_host_api.struct_size shows no abi_minor field, see below).
- * A call should return promptly: the host abandons a call after its deadline (5 s by default),
- * marks the plugin unhealthy and stops using it until it is restarted.
+ * A call should return promptly: the host abandons a call after its deadline (5 s by default;
+ * the host may set one per kind of call, a launch's longer than a poll's), marks the plugin
+ * unhealthy and stops using it until it is restarted.
  *
  * Versions and sizes: both structs grow only at their ends, one minor at a time, and each side
  * reads the other's by its declared struct_size: fields past it are absent (NULL, 0). ABI 1.1
