@@ -19,7 +19,12 @@ HttpResponse Router::ListBackends() {
   auto backends = scheduler_.ListBackends();
   if (!backends.ok()) return ErrorFor(request_, backends.status());
   tessera::v1::ListBackendsResponse response;
-  for (auto& backend : *backends) *response.add_backends() = std::move(backend);
+  for (auto& backend : *backends) {
+    // The latest failed operation names a job and what the plugin said of it: another tenant's,
+    // perhaps. Admins see it; tenants see the counts.
+    if (!principal_.admin) backend.clear_last_operation_failure();
+    *response.add_backends() = std::move(backend);
+  }
   return Reply(request_, response);
 }
 

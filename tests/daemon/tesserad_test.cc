@@ -311,6 +311,11 @@ TEST_CASE("tesserad shows a failed backend in /readyz, /v1/backends, nodes, metr
 
   listed = daemon.Call(verb::get, "/v1/backends", "", kTenantA);
   CHECK(listed.body.find("\"unhealthyReason\"") != std::string::npos);
+  // The failed operation names a job: an admin sees it, a tenant only the counts.
+  CHECK(listed.body.find("\"lastOperationFailure\"") == std::string::npos);
+  CHECK(listed.body.find("\"operations\"") != std::string::npos);
+  CHECK(daemon.Call(verb::get, "/v1/backends", "", kAdmin).body.find("\"lastOperationFailure\"") !=
+        std::string::npos);
   Reply nodes = daemon.Call(verb::get, "/v1/nodes", "", kAdmin);
   CHECK(nodes.body.find("\"backend\":\"flaky\"") != std::string::npos);
   CHECK(nodes.body.find("\"unavailable\":\"backend 'flaky' is unhealthy") != std::string::npos);
