@@ -323,29 +323,7 @@ void PluginExecutor::PostRequest(const std::string& what, OperationKind kind, st
 }
 
 void PluginExecutor::Launch(const LaunchRequest& request) {
-  if (!waiting_for_partition_.empty() && request.partition &&
-      request.partition->sharing() == v1::GPU_SHARING_MIG && request.gpus.size() == 1) {
-    auto waiting = waiting_for_partition_.find({request.node, request.gpus[0]});
-    if (waiting != waiting_for_partition_.end()) {
-      waiting->second.push_back(request);  // it goes out with the result's devices.
-      return;
-    }
-  }
-  if (!failed_partitions_.empty() && request.partition &&
-      request.partition->sharing() == v1::GPU_SHARING_MIG && request.gpus.size() == 1) {
-    // Placed before the engine heard that the layout failed: the instance is not there.
-    auto failed = failed_partitions_.find({request.node, request.gpus[0]});
-    if (failed != failed_partitions_.end() &&
-        devices_.MigDevice(request.node, request.gpus[0], request.partition->mig_profile(),
-                           request.partition->mig_start()) == nullptr) {
-      ExecutorEvents* events = shared_->wiring.events;
-      shared_->Post([events, ref = request.ref,
-                     why = "re-partitioning GPU " + std::to_string(request.gpus[0]) + " of node '" +
-                           request.node +
-                           "' failed: " + failed->second] { events->OnTaskLost(ref, why); });
-      return;
-    }
-  }
+  if (HeldForPartition(request)) return;
   const v1::LaunchTask launch = MakeLaunchTask(request, devices_, shared_->wiring.fencing_epoch);
   ExecutorEvents* events = shared_->wiring.events;
   const TaskRef ref = request.ref;

@@ -234,6 +234,9 @@ class PluginExecutor final : public Executor {
   // their tasks are reported lost with it.
   void ReleaseWaitingLaunches(const std::string& node, int gpu, const std::string& failure);
   bool OwnsNode(const std::string& node) const;
+  // Strand: a MIG launch onto a GPU whose re-partition is under way waits for its result; one
+  // onto an instance a failed layout did not make is reported lost. True when either happened.
+  bool HeldForPartition(const LaunchRequest& request);
   // Strand: `inventory` replaces the one taken before; the difference goes to the engine.
   void TakeInventory(const v1::Inventory& inventory);
   void PollerLoop();

@@ -99,6 +99,41 @@ void PluginExecutor::TakeOwnPartitionResult(const std::string& node, int gpu,
   }
 }
 
+namespace {
+
+std::string PartitionFailure(const std::string& node, int gpu, const std::string& why) {
+  return "re-partitioning GPU " + std::to_string(gpu) + " of node '" + node + "' failed: " + why;
+}
+
+}  // namespace
+
+bool PluginExecutor::HeldForPartition(const LaunchRequest& request) {
+  if (waiting_for_partition_.empty() && failed_partitions_.empty()) return false;
+  if (!request.partition || request.partition->sharing() != v1::GPU_SHARING_MIG ||
+      request.gpus.size() != 1) {
+    return false;
+  }
+  const auto gpu = std::make_pair(request.node, request.gpus[0]);
+  auto waiting = waiting_for_partition_.find(gpu);
+  if (waiting != waiting_for_partition_.end()) {
+    waiting->second.push_back(request);  // it goes out with the result's devices.
+    return true;
+  }
+  // Placed before the engine heard that the layout failed: the instance is not there.
+  auto failed = failed_partitions_.find(gpu);
+  if (failed == failed_partitions_.end() ||
+      devices_.MigDevice(request.node, request.gpus[0], request.partition->mig_profile(),
+                         request.partition->mig_start()) != nullptr) {
+    return false;
+  }
+  ExecutorEvents* events = shared_->wiring.events;
+  shared_->Post([events, ref = request.ref,
+                 why = PartitionFailure(request.node, request.gpus[0], failed->second)] {
+    events->OnTaskLost(ref, why);
+  });
+  return true;
+}
+
 void PluginExecutor::PartitionUnderWay(const std::string& node, int gpu) {
   if (OwnsNode(node)) WaitForPartition(node, gpu);
 }
@@ -147,9 +182,7 @@ void PluginExecutor::ReleaseWaitingLaunches(const std::string& node, int gpu,
     if (failure.empty()) {
       Launch(request);
     } else {
-      shared_->wiring.events->OnTaskLost(request.ref, "re-partitioning GPU " + std::to_string(gpu) +
-                                                          " of node '" + node +
-                                                          "' failed: " + failure);
+      shared_->wiring.events->OnTaskLost(request.ref, PartitionFailure(node, gpu, failure));
     }
   }
 }
