@@ -1,20 +1,26 @@
-// The plugin host, in process and isolated (PluginOptions::isolate: the plugin runs in a
-// tessera-plugin-host process). What a plugin author and an operator rely on holds in both: the
-// ABI handshake and loading errors, jobs run through an executor plugin in the scheduler's clock,
-// the sim and local backends behind the ABI. Then what differs: in process, a plugin that errs,
-// hangs or sends malformed bytes is marked unhealthy and the scheduler keeps deciding; isolated, a
-// plugin that crashes or hangs takes down its own process only, and the scheduler requeues what
-// ran there, restarts the process, reconciles and schedules on.
+// The plugin host, in process, linked and isolated (PluginOptions::isolate: the plugin runs in a
+// tessera-plugin-host process; PluginOptions::linked: the same test backend class compiled into
+// this binary, tests/plugins/test_backend.h, instead of loaded). What a plugin author and an
+// operator rely on holds in every way: the ABI handshake and loading errors, jobs run through an
+// executor plugin in the scheduler's clock, the sim and local backends behind the ABI. Then what
+// differs: in process (loaded or linked), a plugin that errs, hangs or sends malformed bytes is
+// marked unhealthy and the scheduler keeps deciding; isolated, a plugin that crashes or hangs
+// takes down its own process only, and the scheduler requeues what ran there, restarts the
+// process, reconciles and schedules on.
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
 #include "integration/fixture.h"
+#include "plugins/test_backend.h"
+#include "tessera/plugin/linked.h"
 #include "tessera/plugin_host.h"
 
 namespace tessera {
@@ -22,12 +28,34 @@ namespace {
 
 using namespace testing;
 
-// How the scheduler hosts the plugin: each shared case runs once per mode.
-enum class Hosting { kInProcess, kIsolated };
+// How the scheduler hosts the plugin: each shared case runs once per mode. Linked applies to the
+// test backend only (the one plugin class this binary has compiled in).
+enum class Hosting { kInProcess, kLinked, kIsolated };
 constexpr Hosting kHostings[] = {Hosting::kInProcess, Hosting::kIsolated};
+constexpr Hosting kTestBackendHostings[] = {Hosting::kInProcess, Hosting::kLinked,
+                                            Hosting::kIsolated};
+constexpr Hosting kInThisProcess[] = {Hosting::kInProcess, Hosting::kLinked};
 
 const char* Name(Hosting hosting) {
-  return hosting == Hosting::kIsolated ? "isolated" : "in process";
+  switch (hosting) {
+    case Hosting::kInProcess:
+      return "in process";
+    case Hosting::kLinked:
+      return "linked";
+    case Hosting::kIsolated:
+      return "isolated";
+  }
+  return "?";
+}
+
+// The test backend linked in; `made` counts the instances it makes.
+std::shared_ptr<const plugin::LinkedPlugin> LinkedTestBackend(
+    std::shared_ptr<std::atomic<int>> made = nullptr) {
+  return plugin::MakeLinkedPlugin("test-backend", "0.1.0", TESSERA_PLUGIN_KIND_EXECUTOR,
+                                  [made](plugin::Host host) -> std::unique_ptr<plugin::Plugin> {
+                                    if (made) ++*made;
+                                    return std::make_unique<TestBackend>(host);
+                                  });
 }
 
 std::string TestPlugin(const std::string& name) {
@@ -39,7 +67,12 @@ Options WithPlugin(const std::string& name, const std::string& config = "",
                    std::chrono::milliseconds deadline = std::chrono::milliseconds(5000)) {
   Options options;
   PluginOptions plugin;
-  plugin.plugin = TestPlugin(name);
+  if (hosting == Hosting::kLinked) {
+    REQUIRE(name == "test_backend");
+    plugin.linked = LinkedTestBackend();
+  } else {
+    plugin.plugin = TestPlugin(name);
+  }
   plugin.config = config;
   plugin.call_deadline = deadline;
   plugin.isolate = hosting == Hosting::kIsolated;
@@ -99,7 +132,9 @@ TEST_CASE(
     auto refused = Scheduler::Open(not_plugin);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().message().find("no tessera_plugin_entry symbol") != std::string::npos);
-
+  }
+  for (const Hosting hosting : kTestBackendHostings) {
+    INFO(Name(hosting));
     auto rejected = Scheduler::Open(WithPlugin("test_backend", "reject=1", hosting));
     REQUIRE_FALSE(rejected.ok());
     CHECK(rejected.status().code() == StatusCode::kInvalidArgument);
@@ -109,7 +144,7 @@ TEST_CASE(
 }
 
 TEST_CASE("plugin host: jobs run through an executor plugin in the scheduler's clock") {
-  for (const Hosting hosting : kHostings) {
+  for (const Hosting hosting : kTestBackendHostings) {
     INFO(Name(hosting));
     auto t = Open(WithPlugin("test_backend", "nodes=2", hosting));
     Scheduler* s = t.scheduler.get();
@@ -136,44 +171,47 @@ TEST_CASE("plugin host: jobs run through an executor plugin in the scheduler's c
 // --- In process.
 
 TEST_CASE("plugin host, in process: a hung launch is abandoned at its deadline; decisions go on") {
-  auto t = Open(WithPlugin("test_backend", "launch_delay_ms=3000", Hosting::kInProcess,
-                           std::chrono::milliseconds(200)));
-  Scheduler* s = t.scheduler.get();
-  const auto start = std::chrono::steady_clock::now();
-  const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
-  t->WaitIdle();
-  // The launch hangs for 3 s; the host gave up after 200 ms and the scheduler went on: the
-  // plugin is unhealthy, its node cordoned, and the job requeued as lost, all well before the
-  // plugin's call returns.
-  const auto waited = std::chrono::steady_clock::now() - start;
-  CHECK(waited < std::chrono::milliseconds(2000));
-  const v1::Job lost = MustGet(s, job);
-  CHECK(lost.status().state() == v1::PENDING);
-  // Lost once with the backend, which spends none of its attempts.
-  CHECK(lost.status().losses() == 0);
-  CHECK(lost.status().attempt() == 2);
-  // Its event says what happened; its reason, why it waits now (its only node is cordoned).
-  auto events = s->WatchEvents(0, 100, std::chrono::milliseconds(0));
-  REQUIRE(events.ok());
-  CHECK(std::any_of(events->begin(), events->end(), [job](const v1::Event& e) {
-    return e.job_id() == job && e.reason().find("requeued after loss") != std::string::npos;
-  }));
-  CHECK(lost.status().reason().find("waiting for capacity") != std::string::npos);
-  auto nodes = s->ListNodes();
-  REQUIRE(nodes.ok());
-  CHECK(nodes->at(0).status().cordoned());
-  // Decisions are not held up: a queue change and a new job are handled at once.
-  const auto again = std::chrono::steady_clock::now();
-  CreateQueue(s, QueueSpec("after"));
-  const uint64_t next = MustSubmit(s, JobSpecBuilder("after").CpuMilli(100).Build()).id();
-  t->WaitIdle();
-  CHECK(std::chrono::steady_clock::now() - again < std::chrono::milliseconds(500));
-  // Every node is cordoned, so it waits.
-  CHECK(MustGet(s, next).status().state() == v1::PENDING);
+  for (const Hosting hosting : kInThisProcess) {
+    INFO(Name(hosting));
+    auto t = Open(WithPlugin("test_backend", "launch_delay_ms=3000", hosting,
+                             std::chrono::milliseconds(200)));
+    Scheduler* s = t.scheduler.get();
+    const auto start = std::chrono::steady_clock::now();
+    const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+    t->WaitIdle();
+    // The launch hangs for 3 s; the host gave up after 200 ms and the scheduler went on: the
+    // plugin is unhealthy, its node cordoned, and the job requeued as lost, all well before the
+    // plugin's call returns.
+    const auto waited = std::chrono::steady_clock::now() - start;
+    CHECK(waited < std::chrono::milliseconds(2000));
+    const v1::Job lost = MustGet(s, job);
+    CHECK(lost.status().state() == v1::PENDING);
+    // Lost once with the backend, which spends none of its attempts.
+    CHECK(lost.status().losses() == 0);
+    CHECK(lost.status().attempt() == 2);
+    // Its event says what happened; its reason, why it waits now (its only node is cordoned).
+    auto events = s->WatchEvents(0, 100, std::chrono::milliseconds(0));
+    REQUIRE(events.ok());
+    CHECK(std::any_of(events->begin(), events->end(), [job](const v1::Event& e) {
+      return e.job_id() == job && e.reason().find("requeued after loss") != std::string::npos;
+    }));
+    CHECK(lost.status().reason().find("waiting for capacity") != std::string::npos);
+    auto nodes = s->ListNodes();
+    REQUIRE(nodes.ok());
+    CHECK(nodes->at(0).status().cordoned());
+    // Decisions are not held up: a queue change and a new job are handled at once.
+    const auto again = std::chrono::steady_clock::now();
+    CreateQueue(s, QueueSpec("after"));
+    const uint64_t next = MustSubmit(s, JobSpecBuilder("after").CpuMilli(100).Build()).id();
+    t->WaitIdle();
+    CHECK(std::chrono::steady_clock::now() - again < std::chrono::milliseconds(500));
+    // Every node is cordoned, so it waits.
+    CHECK(MustGet(s, next).status().state() == v1::PENDING);
+  }
 }
 
 TEST_CASE("plugin host: an error from one launch fails only that launch") {
-  for (const Hosting hosting : kHostings) {
+  for (const Hosting hosting : kTestBackendHostings) {
     INFO(Name(hosting));
     // Job 1's first launch fails; job 2's runs.
     auto t = Open(WithPlugin("test_backend", "nodes=1\nlaunch_error_job=1", hosting));
@@ -200,7 +238,7 @@ TEST_CASE("plugin host: an error from one launch fails only that launch") {
 }
 
 TEST_CASE("plugin host: a stop the plugin fails is sent again after a backoff until it succeeds") {
-  for (const Hosting hosting : kHostings) {
+  for (const Hosting hosting : kTestBackendHostings) {
     INFO(Name(hosting));
     // The first two stops fail (the backend's API is down); the third goes through.
     auto t = Open(WithPlugin("test_backend", "nodes=1\nstop_errors=2", hosting));
@@ -279,68 +317,141 @@ TEST_CASE(
 
 TEST_CASE(
     "plugin host, in process: an unhealthy plugin is shut down and restarted as a new instance") {
-  // Launches fail three times in a row (the plugin's process-wide count, which a new instance
-  // in the same process does not reset): the plugin turns unhealthy, is restarted, and the job
-  // runs on the new instance.
-  Options options =
-      WithPlugin("test_backend", "nodes=1\nprocess_launch_errors=3\nsingle_instance=restart");
-  auto t = Open(options);
-  Scheduler* s = t.scheduler.get();
-  const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
-  t->WaitIdle();
-  const v1::Job j = MustGet(s, job);
-  CHECK(j.status().state() == v1::RUNNING);
-  CHECK(j.status().losses() == 0);
-  auto backends = s->ListBackends();
-  REQUIRE(backends.ok());
-  CHECK(backends->at(0).healthy());
-  CHECK(backends->at(0).restarts() == 1);
-  auto nodes = s->ListNodes();
-  REQUIRE(nodes.ok());
-  CHECK_FALSE(nodes->at(0).status().cordoned());
-  // The old instance was shut down before the new one was made: with single_instance the
-  // plugin fails on_init while another instance lives, and the restart succeeded at once.
+  for (const Hosting hosting : kInThisProcess) {
+    INFO(Name(hosting));
+    // Launches fail three times in a row (the plugin's process-wide count, which a new instance
+    // in the same process does not reset): the plugin turns unhealthy, is restarted, and the job
+    // runs on the new instance.
+    Options options = WithPlugin(
+        "test_backend", "nodes=1\nprocess_launch_errors=3\nsingle_instance=restart", hosting);
+    auto t = Open(options);
+    Scheduler* s = t.scheduler.get();
+    const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+    t->WaitIdle();
+    const v1::Job j = MustGet(s, job);
+    CHECK(j.status().state() == v1::RUNNING);
+    CHECK(j.status().losses() == 0);
+    auto backends = s->ListBackends();
+    REQUIRE(backends.ok());
+    CHECK(backends->at(0).healthy());
+    CHECK(backends->at(0).restarts() == 1);
+    auto nodes = s->ListNodes();
+    REQUIRE(nodes.ok());
+    CHECK_FALSE(nodes->at(0).status().cordoned());
+    // The old instance was shut down before the new one was made: with single_instance the
+    // plugin fails on_init while another instance lives, and the restart succeeded at once.
+  }
 }
 
 TEST_CASE("plugin host, in process: a plugin with a hung call is not restarted beside it") {
-  auto t = Open(WithPlugin("test_backend", "launch_delay_ms=1500", Hosting::kInProcess,
-                           std::chrono::milliseconds(200)));
-  Scheduler* s = t.scheduler.get();
-  MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build());
-  t->WaitIdle();
-  auto backends = s->ListBackends();
-  REQUIRE(backends.ok());
-  CHECK_FALSE(backends->at(0).healthy());
-  CHECK(backends->at(0).restarts() == 0);
-  CHECK(backends->at(0).unhealthy_reason().find("did not return within 200 ms") !=
-        std::string::npos);
+  for (const Hosting hosting : kInThisProcess) {
+    INFO(Name(hosting));
+    auto t = Open(WithPlugin("test_backend", "launch_delay_ms=1500", hosting,
+                             std::chrono::milliseconds(200)));
+    Scheduler* s = t.scheduler.get();
+    MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build());
+    t->WaitIdle();
+    auto backends = s->ListBackends();
+    REQUIRE(backends.ok());
+    CHECK_FALSE(backends->at(0).healthy());
+    CHECK(backends->at(0).restarts() == 0);
+    CHECK(backends->at(0).unhealthy_reason().find("did not return within 200 ms") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("plugin host, in process: a hung plugin's instance is shut down once its call returns") {
-  // single_instance: a second instance of this name cannot start while the first lives.
-  Options options = WithPlugin("test_backend", "launch_delay_ms=800\nsingle_instance=hung",
-                               Hosting::kInProcess, std::chrono::milliseconds(100));
-  {
-    auto t = Open(options);
-    MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(1).Build());
-    t->WaitIdle();
-    auto backends = t.scheduler->ListBackends();
-    REQUIRE(backends.ok());
-    REQUIRE_FALSE(backends->at(0).healthy());
-  }  // closed while the launch is still stuck in the plugin.
-  // Once the launch returns, nothing uses the instance any more: it gets its on_shutdown, so a
-  // new scheduler can make one (without it: "another instance named 'hung' is alive").
-  bool reopened = false;
-  for (int i = 0; i < 100 && !reopened; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    auto again = Scheduler::Open(options);
-    reopened = again.ok();
-    if (!reopened) {
-      CHECK(again.status().message().find("another instance named 'hung' is alive") !=
-            std::string::npos);
+  for (const Hosting hosting : kInThisProcess) {
+    INFO(Name(hosting));
+    // single_instance: a second instance of this name cannot start while the first lives.
+    Options options = WithPlugin("test_backend", "launch_delay_ms=800\nsingle_instance=hung",
+                                 hosting, std::chrono::milliseconds(100));
+    {
+      auto t = Open(options);
+      MustSubmit(t.scheduler.get(), JobSpecBuilder("default").Gpus(1).Build());
+      t->WaitIdle();
+      auto backends = t.scheduler->ListBackends();
+      REQUIRE(backends.ok());
+      REQUIRE_FALSE(backends->at(0).healthy());
+    }  // closed while the launch is still stuck in the plugin.
+    // Once the launch returns, nothing uses the instance any more: it gets its on_shutdown, so a
+    // new scheduler can make one (without it: "another instance named 'hung' is alive").
+    bool reopened = false;
+    for (int i = 0; i < 100 && !reopened; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      auto again = Scheduler::Open(options);
+      reopened = again.ok();
+      if (!reopened) {
+        CHECK(again.status().message().find("another instance named 'hung' is alive") !=
+              std::string::npos);
+      }
     }
+    CHECK(reopened);
   }
-  CHECK(reopened);
+}
+
+// --- Linked (PluginOptions::linked).
+
+TEST_CASE("plugin host, linked: the backend names it, and a restart makes an instance with make") {
+  auto made = std::make_shared<std::atomic<int>>(0);
+  Options options = WithPlugin("test_backend", "nodes=1\nlaunch_error_job=1", Hosting::kLinked);
+  options.executor_plugin->linked = LinkedTestBackend(made);
+  options.executor_plugin->max_consecutive_errors = 1;  // the first failed launch: a restart.
+  auto t = Open(options);
+  Scheduler* s = t.scheduler.get();
+  CHECK(*made == 1);
+  auto backends = s->ListBackends();
+  REQUIRE(backends.ok());
+  CHECK(backends->at(0).name() == "test-backend");
+  CHECK(backends->at(0).plugin() == "(linked)");
+  CHECK(backends->at(0).version() == "0.1.0");
+  CHECK_FALSE(backends->at(0).isolated());
+  const uint64_t job = MustSubmit(s, JobSpecBuilder("default").Gpus(1).Build()).id();
+  t->WaitIdle();
+  // Job 1's first launch failed, which (max_consecutive_errors 1) made the plugin unhealthy; the
+  // scheduler shut that instance down, asked make for another, and the job runs there.
+  CHECK(MustGet(s, job).status().state() == v1::RUNNING);
+  CHECK(MustGet(s, job).status().attempt() == 2);
+  CHECK(*made == 2);
+  backends = s->ListBackends();
+  REQUIRE(backends.ok());
+  CHECK(backends->at(0).healthy());
+  CHECK(backends->at(0).restarts() == 1);
+}
+
+TEST_CASE("plugin host, linked: Open refuses a linked plugin set wrong, naming the field") {
+  struct Case {
+    std::function<void(PluginOptions&)> mutate;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](PluginOptions& p) { p.plugin = "sim"; },
+       "executor_plugin.plugin: set together with linked; keep one"},
+      {[](PluginOptions& p) { p.isolate = true; },
+       "executor_plugin.isolate: a linked plugin is code of this program; it cannot be isolated"},
+      {[](PluginOptions& p) {
+         p.linked = std::make_shared<const plugin::LinkedPlugin>(
+             plugin::LinkedPlugin{"x", "1", TESSERA_PLUGIN_KIND_EXECUTOR, {}});
+       },
+       "executor_plugin.linked.make: must be set"},
+      {[](PluginOptions& p) {
+         p.linked = plugin::MakeLinkedPlugin("", "1", TESSERA_PLUGIN_KIND_EXECUTOR, p.linked->make);
+       },
+       "executor_plugin: linked plugin: descriptor has no name"},
+      {[](PluginOptions& p) {
+         p.linked = plugin::MakeLinkedPlugin("no-kinds", "1", 0, p.linked->make);
+       },
+       "executor_plugin: linked plugin: plugin 'no-kinds': descriptor kinds 0 is not a set of "
+       "TESSERA_PLUGIN_KIND_* bits"},
+  };
+  for (const Case& c : cases) {
+    Options options = WithPlugin("test_backend", "", Hosting::kLinked);
+    c.mutate(*options.executor_plugin);
+    auto opened = Scheduler::Open(options);
+    REQUIRE_FALSE(opened.ok());
+    CHECK(opened.status().code() == StatusCode::kInvalidArgument);
+    CHECK(opened.status().message() == c.message);
+  }
 }
 
 // --- Isolated.

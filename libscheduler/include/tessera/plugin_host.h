@@ -1,5 +1,6 @@
 // Plugins: resource backends loaded at run time from shared objects that speak the C ABI of
-// sdk/include/tessera/plugin/abi.h (docs/plugins.md).
+// sdk/include/tessera/plugin/abi.h (docs/plugins.md), or written by the embedding program as a
+// C++ class and linked in (PluginOptions::linked, tessera/plugin/linked.h).
 //
 // The scheduler runs its tasks through the executor plugins Options::backends lists, each on
 // the nodes it reports (otherwise through the built-in simulation). A plugin is found by path, or
@@ -23,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,9 +33,17 @@
 
 namespace tessera {
 
+namespace plugin {
+struct LinkedPlugin;  // tessera/plugin/linked.h, in the plugin SDK.
+}
+
 struct PluginOptions {
   // A path to the shared object, or a plugin name looked up in Options::plugin_dirs.
   std::string plugin;
+  // Instead of `plugin`: a backend this program implements as a tessera::plugin::Plugin class
+  // and links in (tessera/plugin/linked.h, in the plugin SDK), called through the same ABI,
+  // threads, deadlines and restarts as a loaded one. Set one of the two; it cannot be isolated.
+  std::shared_ptr<const plugin::LinkedPlugin> linked;
   // Passed to the plugin's on_init unchanged, in the plugin's own format.
   std::string config;
   // How long one call may take before the plugin is marked unhealthy: on_init, on_inventory,
@@ -90,7 +100,7 @@ struct BackendOptions {
 
 // What a plugin says about itself.
 struct PluginInfo {
-  std::string path;
+  std::string path;  // The shared object; "(linked)" for PluginOptions::linked.
   std::string name;
   std::string version;
   uint32_t abi_major = 0;

@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "tessera/plugin/linked.h"
+
 namespace tessera {
 namespace {
 
@@ -89,7 +91,18 @@ Status ValidateGpuHealth(const GpuHealthOptions& g) {
 }
 
 Status ValidatePlugin(const PluginOptions& p, const std::string& field) {
-  if (p.plugin.empty()) return Invalid(field + "plugin", "must not be empty");
+  if (p.linked) {
+    if (!p.plugin.empty()) {
+      return Invalid(field + "plugin", "set together with linked; keep one");
+    }
+    if (p.isolate) {
+      return Invalid(field + "isolate",
+                     "a linked plugin is code of this program; it cannot be isolated");
+    }
+    if (!p.linked->make) return Invalid(field + "linked.make", "must be set");
+  } else if (p.plugin.empty()) {
+    return Invalid(field + "plugin", "must not be empty (a path or a plugin name), or set linked");
+  }
   TESSERA_RETURN_IF_ERROR(AtLeast(p.call_deadline.count(), 1, field + "call_deadline", " ms"));
   TESSERA_RETURN_IF_ERROR(AtLeast(p.poll_interval.count(), 1, field + "poll_interval", " ms"));
   TESSERA_RETURN_IF_ERROR(AtLeast(p.max_restarts_per_minute, 0, field + "max_restarts_per_minute"));

@@ -7,6 +7,7 @@ namespace {
 
 StatusOr<std::shared_ptr<PluginLibrary>> LoadLibrary(const PluginOptions& p,
                                                      const std::vector<std::string>& dirs) {
+  if (p.linked) return PluginLibrary::Linked(p.linked);
   return p.isolate ? PluginLibrary::LoadIsolated(p.plugin, dirs, p.host_executable, p.call_deadline)
                    : PluginLibrary::Load(p.plugin, dirs);
 }

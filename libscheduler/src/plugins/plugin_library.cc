@@ -11,6 +11,7 @@
 #include "plugins/remote/forwarding_descriptor.h"
 #include "plugins/remote/plugin_host_process.h"
 #include "tessera/plugin/handshake.h"
+#include "tessera/plugin/linked.h"
 
 namespace tessera {
 namespace {
@@ -122,10 +123,32 @@ StatusOr<std::shared_ptr<PluginLibrary>> PluginLibrary::LoadIsolated(
   return lib;
 }
 
+StatusOr<std::shared_ptr<PluginLibrary>> PluginLibrary::Linked(
+    std::shared_ptr<const plugin::LinkedPlugin> plugin) {
+  if (plugin == nullptr) return InvalidArgumentError("linked: not set");
+  if (!plugin->make) return InvalidArgumentError("linked.make: not set");
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->descriptor_ = plugin::LinkedDescriptor(*plugin);
+  TESSERA_RETURN_IF_ERROR(CheckDescriptor(&lib->descriptor_, "linked plugin"));
+  const uint32_t kinds = plugin->kinds;
+  PluginInfo& info = lib->info_;
+  info.path = "(linked)";
+  info.name = plugin->name;
+  info.version = plugin->version;
+  info.abi_major = lib->descriptor_.abi_major;
+  info.abi_minor = lib->descriptor_.abi_minor;
+  info.executor = kinds & TESSERA_PLUGIN_KIND_EXECUTOR;
+  info.partitioner = kinds & TESSERA_PLUGIN_KIND_PARTITIONER;
+  info.capacity_provider = kinds & TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER;
+  lib->linked_ = std::move(plugin);  // The descriptor's name and version point into it.
+  return lib;
+}
+
 PluginLibrary::~PluginLibrary() = default;
 
 tessera_status PluginLibrary::Init(const tessera_host_api* host, tessera_bytes config,
                                    tessera_plugin_instance** out, tessera_sink* error) const {
+  if (linked_) return plugin::InitLinked(*linked_, host, config, out, error);
   if (!process_) return descriptor_.tessera_plugin_on_init(host, config, out, error);
   const std::string bytes =
       config.size == 0 ? "" : std::string(reinterpret_cast<const char*>(config.data), config.size);

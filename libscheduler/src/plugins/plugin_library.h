@@ -11,8 +11,10 @@
 // code (instances, worker threads, callbacks) holds one, so code is never unloaded under a call.
 //
 // An isolated plugin (LoadIsolated) is loaded in a tessera-plugin-host process instead; its
-// descriptor forwards every call there (plugins/remote/), so callers treat both alike, except
-// that an instance is made with Init rather than descriptor().on_init.
+// descriptor forwards every call there (plugins/remote/). A linked plugin (Linked) is not
+// loaded at all: its descriptor is the SDK's trampolines over the embedder's Plugin class.
+// Callers treat all three alike, except that an instance is made with Init rather than
+// descriptor().on_init.
 #pragma once
 
 #include <chrono>
@@ -57,9 +59,15 @@ class PluginLibrary {
                                                                const std::string& host_executable,
                                                                std::chrono::milliseconds deadline);
 
+  // A linked plugin (tessera/plugin/linked.h), checked as Load checks a descriptor.
+  // Errors: INVALID_ARGUMENT (no make, or a descriptor the handshake refuses).
+  static StatusOr<std::shared_ptr<PluginLibrary>> Linked(
+      std::shared_ptr<const plugin::LinkedPlugin> plugin);
+
   ~PluginLibrary();
 
-  // Makes an instance: the descriptor's on_init, run in the host process for an isolated plugin.
+  // Makes an instance: the descriptor's on_init, run in the host process for an isolated plugin,
+  // the plugin's `make` and Init for a linked one.
   tessera_status Init(const tessera_host_api* host, tessera_bytes config,
                       tessera_plugin_instance** out, tessera_sink* error) const;
   // The host gives up on the plugin. An isolated plugin's process is killed: calls in flight
@@ -82,7 +90,8 @@ class PluginLibrary {
   PluginLibrary() = default;
 
   std::unique_ptr<boost::dll::shared_library> library_;
-  std::unique_ptr<PluginHostProcess> process_;  // isolated plugins only.
+  std::unique_ptr<PluginHostProcess> process_;          // isolated plugins only.
+  std::shared_ptr<const plugin::LinkedPlugin> linked_;  // linked plugins only.
   tessera_plugin_descriptor descriptor_{};
   PluginInfo info_;
 };

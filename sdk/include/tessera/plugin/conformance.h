@@ -99,12 +99,15 @@ inline void WriteLine(int fd, const std::string& line) {
   }
 }
 
-inline void RunChild(const Check& check, const std::string& path, const std::string& config,
+// Makes the FakeHost a check drives: FakeHost::Open of a path, or FakeHost::Linked.
+using OpenPlugin = std::function<PluginStatus(std::unique_ptr<FakeHost>*)>;
+
+inline void RunChild(const Check& check, const OpenPlugin& open, const std::string& config,
                      const ConformanceOptions& options, uint64_t job_base, int fd) {
   std::string verdict;
   {
-    Context context{path, config, options, nullptr, job_base};
-    PluginStatus opened = FakeHost::Open(path, &context.host);
+    Context context{config, options, nullptr, job_base};
+    PluginStatus opened = open(&context.host);
     if (!opened.ok()) {
       verdict = "FAIL " + opened.message;
     } else {
@@ -140,9 +143,8 @@ inline std::string SignalName(int signal) {
   return std::to_string(signal) + (name ? std::string(" (") + name + ")" : "");
 }
 
-inline ChildReport RunInChild(const Check& check, const std::string& path,
-                              const std::string& config, const ConformanceOptions& options,
-                              uint64_t job_base) {
+inline ChildReport RunInChild(const Check& check, const OpenPlugin& open, const std::string& config,
+                              const ConformanceOptions& options, uint64_t job_base) {
   ChildReport report;
   report.result.name = check.name;
   int fds[2];
@@ -161,7 +163,7 @@ inline ChildReport RunInChild(const Check& check, const std::string& path,
   if (pid == 0) {
     setpgid(0, 0);
     close(fds[0]);
-    RunChild(check, path, config, options, job_base, fds[1]);
+    RunChild(check, open, config, options, job_base, fds[1]);
     _exit(0);
   }
   setpgid(pid, pid);
@@ -283,17 +285,9 @@ inline CheckResult LatencyResult(const std::map<std::string, FakeHost::CallStats
   return result;
 }
 
-}  // namespace conformance_detail
-
-// Runs every check against the plugin at `plugin_path`, passing `config` to on_init, and returns
-// one result per check, in order, the last being call_latency (the slowest call of each kind
-// against options.deadline). A check whose prerequisite failed is not run: its result has
-// skipped set, passed false and blocked_by naming the failed check (FailedItself tells the two
-// kinds of failure apart). Never throws for a plugin's misbehaviour; that is a failed check.
-inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
-                                               const std::string& config,
-                                               const ConformanceOptions& options = {}) {
-  namespace cd = conformance_detail;
+// Every check, each with a FakeHost from `open`, in order; RunConformance below.
+inline std::vector<CheckResult> RunAll(const OpenPlugin& open, const std::string& config,
+                                       const ConformanceOptions& options) {
   std::vector<CheckResult> results;
   std::map<std::string, FakeHost::CallStats> stats;
   const uint64_t run_base =
@@ -304,7 +298,7 @@ inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
   // For each check that did not pass: the check whose failure is the cause (itself, or the
   // failed check that blocked it).
   std::map<std::string, std::string> failed_because;
-  for (const cd::Check& check : cd::Checks()) {
+  for (const Check& check : Checks()) {
     std::string blocked_by;
     std::string detail;
     for (const std::string need : check.needs) {
@@ -321,7 +315,7 @@ inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
       results.push_back({check.name, false, true, detail, blocked_by});
       continue;
     }
-    cd::ChildReport report = cd::RunInChild(check, plugin_path, config, options, ++job);
+    ChildReport report = RunInChild(check, open, config, options, ++job);
     if (!report.result.passed) failed_because[check.name] = check.name;
     results.push_back(std::move(report.result));
     for (const auto& [call, s] : report.stats) {
@@ -331,8 +325,34 @@ inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
       total.max_us = std::max(total.max_us, s.max_us);
     }
   }
-  results.push_back(cd::LatencyResult(stats, options.deadline));
+  results.push_back(LatencyResult(stats, options.deadline));
   return results;
+}
+
+}  // namespace conformance_detail
+
+// Runs every check against the plugin at `plugin_path`, passing `config` to on_init, and returns
+// one result per check, in order, the last being call_latency (the slowest call of each kind
+// against options.deadline). A check whose prerequisite failed is not run: its result has
+// skipped set, passed false and blocked_by naming the failed check (FailedItself tells the two
+// kinds of failure apart). Never throws for a plugin's misbehaviour; that is a failed check.
+inline std::vector<CheckResult> RunConformance(const std::string& plugin_path,
+                                               const std::string& config,
+                                               const ConformanceOptions& options = {}) {
+  return conformance_detail::RunAll(
+      [&](std::unique_ptr<FakeHost>* out) { return FakeHost::Open(plugin_path, out); }, config,
+      options);
+}
+
+// The same for a linked plugin (linked.h), made and called as the scheduler does. Each
+// check's child process calls plugin->make afresh, so what the plugin changes in this process's
+// memory (not in files or processes) does not carry from one check to the next.
+inline std::vector<CheckResult> RunConformance(std::shared_ptr<const LinkedPlugin> plugin,
+                                               const std::string& config,
+                                               const ConformanceOptions& options = {}) {
+  return conformance_detail::RunAll(
+      [&](std::unique_ptr<FakeHost>* out) { return FakeHost::Linked(plugin, out); }, config,
+      options);
 }
 
 }  // namespace tessera::plugin

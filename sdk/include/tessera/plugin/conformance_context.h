@@ -128,7 +128,6 @@ inline std::string OneLine(const std::string& text) {
 
 // What a check's body gets.
 struct Context {
-  std::string path;
   std::string config;
   ConformanceOptions options;
   std::unique_ptr<FakeHost> host;

@@ -1,8 +1,9 @@
 // FakeHost: load one Tessera plugin and drive it through the C ABI (abi.h) without the
 // scheduler, so a plugin author can unit-test a backend and the conformance kit can check one.
 //
-// A FakeHost is made from an entry function linked into the test (Load) or from a shared object
-// (Open, which keeps the library loaded for as long as the FakeHost lives). Either way it checks
+// A FakeHost is made from an entry function linked into the test (Load), from a shared object
+// (Open, which keeps the library loaded for as long as the FakeHost lives), or from a linked plugin
+// (Linked, linked.h, which it keeps alive likewise). Either way it checks
 // the descriptor as the scheduler's plugin host does (CheckDescriptor) before calling anything.
 // Typed calls serialize the request, call the plugin, and parse its reply; every result is a
 // PluginStatus (plugin.h): the plugin's own status and message, or an error the host made up
@@ -42,6 +43,7 @@
 #include "tessera/plugin/abi.h"
 #include "tessera/plugin/abi_calls.h"
 #include "tessera/plugin/handshake.h"
+#include "tessera/plugin/linked.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/v1/plugin.pb.h"
 
@@ -117,6 +119,21 @@ class FakeHost {
     return Make(entry(), std::move(library), out);
   }
 
+  // A linked plugin (linked.h), called as the scheduler calls one: through
+  // LinkedDescriptor, with Init made by InitLinked. Errors: INVALID_ARGUMENT for a NULL
+  // plugin; the handshake's FAILED_PRECONDITION (a name, a version, known kinds).
+  static PluginStatus Linked(std::shared_ptr<const LinkedPlugin> plugin,
+                             std::unique_ptr<FakeHost>* out) {
+    if (plugin == nullptr) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "load: NULL linked plugin");
+    }
+    const tessera_plugin_descriptor d = LinkedDescriptor(*plugin);
+    const LinkedPlugin* raw = plugin.get();
+    PluginStatus status = Make(&d, std::move(plugin), out);
+    if (status.ok()) (*out)->linked_ = raw;
+    return status;
+  }
+
   FakeHost(const FakeHost&) = delete;
   FakeHost& operator=(const FakeHost&) = delete;
   // Shuts the instance down if it is still alive, then lets the library go.
@@ -149,6 +166,9 @@ class FakeHost {
     tessera_plugin_instance* instance = nullptr;
     const tessera_bytes bytes{reinterpret_cast<const uint8_t*>(config.data()), config.size()};
     const tessera_status code = Timed("init", [&] {
+      if (linked_ != nullptr) {
+        return InitLinked(*linked_, &host_api_, bytes, &instance, &error.sink);
+      }
       return descriptor_.tessera_plugin_on_init(&host_api_, bytes, &instance, &error.sink);
     });
     PluginStatus status = Finish("init", code, error);
@@ -309,7 +329,7 @@ class FakeHost {
     int writes = 0;
   };
 
-  FakeHost(const tessera_plugin_descriptor* d, std::shared_ptr<void> library)
+  FakeHost(const tessera_plugin_descriptor* d, std::shared_ptr<const void> library)
       : library_(std::move(library)) {
     std::memcpy(&descriptor_, d, std::min<size_t>(d->struct_size, sizeof(descriptor_)));
     host_api_.struct_size = sizeof(tessera_host_api);
@@ -320,7 +340,7 @@ class FakeHost {
     host_api_.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
   }
 
-  static PluginStatus Make(const tessera_plugin_descriptor* d, std::shared_ptr<void> library,
+  static PluginStatus Make(const tessera_plugin_descriptor* d, std::shared_ptr<const void> library,
                            std::unique_ptr<FakeHost>* out) {
     if (PluginStatus status = CheckDescriptor(d); !status.ok()) return status;
     out->reset(new FakeHost(d, std::move(library)));
@@ -480,8 +500,10 @@ class FakeHost {
     return self->now_us_.load();
   }
 
-  // Declared first so it is released last, after the instance is shut down.
-  std::shared_ptr<void> library_;
+  // Declared first so it is released last, after the instance is shut down: the shared object,
+  // or the linked plugin.
+  std::shared_ptr<const void> library_;
+  const LinkedPlugin* linked_ = nullptr;  // Set for Linked: Init goes through it.
   tessera_plugin_descriptor descriptor_{};
   tessera_host_api host_api_{};
   tessera_plugin_instance* instance_ = nullptr;

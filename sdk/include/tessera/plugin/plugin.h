@@ -278,43 +278,45 @@ tessera_status WithRequestAndReply(tessera_bytes bytes, tessera_sink* out, tesse
   });
 }
 
-// The descriptor of plugin class T; one per plugin library.
-template <typename T>
-const tessera_plugin_descriptor* Describe(const char* name, const char* version, uint32_t kinds) {
-  static const tessera_plugin_descriptor descriptor = [&] {
-    tessera_plugin_descriptor d{};
-    d.abi_major = TESSERA_PLUGIN_ABI_MAJOR;
-    d.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
-    d.struct_size = sizeof(tessera_plugin_descriptor);
-    d.kinds = kinds;
-    d.name = name;
-    d.version = version;
-    d.tessera_plugin_on_init = [](const tessera_host_api* host, tessera_bytes config,
-                                  tessera_plugin_instance** out, tessera_sink* error) {
-      return Guard(error, [&]() -> PluginStatus {
-        if (host == nullptr || out == nullptr) {
-          return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "on_init: null host or out");
-        }
-        auto instance = std::make_unique<Instance>();
-        CopyHostApi(*host, &instance->host);
-        instance->plugin = std::make_unique<T>(Host(&instance->host));
-        PluginStatus status = instance->plugin->Init(
-            std::string(reinterpret_cast<const char*>(config.data), config.size));
-        if (!status.ok()) return status;
-        *out = reinterpret_cast<tessera_plugin_instance*>(instance.release());
-        return PluginStatus::Ok();
-      });
-    };
-    d.tessera_plugin_on_shutdown = [](tessera_plugin_instance* instance) {
-      if (instance == nullptr) return;
-      std::unique_ptr<Instance> owned(reinterpret_cast<Instance*>(instance));
-      try {
-        owned->plugin->Shutdown();
-      } catch (...) {
-      }
-    };
-    // Then one trampoline per call of abi_calls.h, for the kinds the plugin declares: it
-    // decodes the request, calls the Plugin method, and encodes the reply.
+// The on_init of every C++ plugin: makes the instance with `make(Host)` and runs its Init.
+template <typename Make>
+tessera_status InitInstance(const tessera_host_api* host, tessera_bytes config,
+                            tessera_plugin_instance** out, tessera_sink* error, Make&& make) {
+  return Guard(error, [&]() -> PluginStatus {
+    if (host == nullptr || out == nullptr) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "on_init: null host or out");
+    }
+    auto instance = std::make_unique<Instance>();
+    CopyHostApi(*host, &instance->host);
+    instance->plugin = make(Host(&instance->host));
+    if (instance->plugin == nullptr) {
+      return PluginStatus::Error(TESSERA_INTERNAL, "on_init: the plugin factory made no plugin");
+    }
+    PluginStatus status = instance->plugin->Init(
+        std::string(reinterpret_cast<const char*>(config.data), config.size));
+    if (!status.ok()) return status;
+    *out = reinterpret_cast<tessera_plugin_instance*>(instance.release());
+    return PluginStatus::Ok();
+  });
+}
+
+// A descriptor for `kinds` with every function but on_init: on_shutdown, and one trampoline per
+// call of abi_calls.h of a declared kind, which decodes the request, calls the Plugin method and
+// encodes the reply. The name and version are left for the caller to set.
+inline tessera_plugin_descriptor DescribeCalls(uint32_t kinds) {
+  tessera_plugin_descriptor d{};
+  d.abi_major = TESSERA_PLUGIN_ABI_MAJOR;
+  d.abi_minor = TESSERA_PLUGIN_ABI_MINOR;
+  d.struct_size = sizeof(tessera_plugin_descriptor);
+  d.kinds = kinds;
+  d.tessera_plugin_on_shutdown = [](tessera_plugin_instance* instance) {
+    if (instance == nullptr) return;
+    std::unique_ptr<Instance> owned(reinterpret_cast<Instance*>(instance));
+    try {
+      owned->plugin->Shutdown();
+    } catch (...) {
+    }
+  };
 #define TESSERA_SDK_REPLY(name, Method, opcode, kind, need, Reply)                            \
   if (kinds & TESSERA_PLUGIN_KIND_##kind) {                                                   \
     d.tessera_plugin_on_##name = [](tessera_plugin_instance* i, tessera_sink* out,            \
@@ -339,10 +341,25 @@ const tessera_plugin_descriptor* Describe(const char* name, const char* version,
           [&](const v1::Request& r, v1::Reply* reply) { return Of(i).Method(r, reply); }); \
     };                                                                                     \
   }
-    TESSERA_PLUGIN_CALLS(TESSERA_SDK_REPLY, TESSERA_SDK_REQUEST, TESSERA_SDK_REQUEST_REPLY)
+  TESSERA_PLUGIN_CALLS(TESSERA_SDK_REPLY, TESSERA_SDK_REQUEST, TESSERA_SDK_REQUEST_REPLY)
 #undef TESSERA_SDK_REQUEST_REPLY
 #undef TESSERA_SDK_REQUEST
 #undef TESSERA_SDK_REPLY
+  return d;
+}
+
+// The descriptor of plugin class T; one per plugin library.
+template <typename T>
+const tessera_plugin_descriptor* Describe(const char* name, const char* version, uint32_t kinds) {
+  static const tessera_plugin_descriptor descriptor = [&] {
+    tessera_plugin_descriptor d = DescribeCalls(kinds);
+    d.name = name;
+    d.version = version;
+    d.tessera_plugin_on_init = [](const tessera_host_api* host, tessera_bytes config,
+                                  tessera_plugin_instance** out, tessera_sink* error) {
+      return InitInstance(host, config, out, error,
+                          [](Host h) -> std::unique_ptr<Plugin> { return std::make_unique<T>(h); });
+    };
     return d;
   }();
   return &descriptor;
