@@ -6,9 +6,10 @@
 # tessera-plugin-host. No LD_LIBRARY_PATH: the installed binaries and plugins find their
 # libraries through their RUNPATH alone. Then it builds the worked examples of docs/embedding.md
 # (each ```cpp block after an "<!-- example: NAME.cc -->" line) and runs them: the portal on a
-# store in the scratch directory, and the virtual-time simulation. Last, the installed tesserad
-# answers the installed tessctl, on its simulation and then on the installed sim plugin named
-# without plugin_dirs (found in the default, <libdir>/tessera/plugins of the prefix).
+# store in the scratch directory, the virtual-time simulation, and the linked executor. Last, the
+# installed tesserad answers the installed tessctl, on its simulation and then on the installed
+# sim plugin named without plugin_dirs (found in the default, <libdir>/tessera/plugins of the
+# prefix).
 # Usage: check.sh <build-dir> <source-dir>
 set -euo pipefail
 build_dir=$1
@@ -19,7 +20,7 @@ prefix="$scratch/opt/tessera"
 
 examples="$scratch/examples"
 mkdir -p "$examples"
-for name in portal simulate; do
+for name in portal simulate linked; do
   awk -v marker="<!-- example: $name.cc -->" '
     $0 == marker { found = 1; next }
     found == 1 && /^```cpp$/ { found = 2; next }
@@ -44,6 +45,7 @@ plugin=$(find "$prefix" -name libtessera_plugin_sim.so | head -n 1)
 "$scratch/build/consumer" "$plugin"
 "$scratch/build/portal" "$scratch/portal.db"
 "$scratch/build/simulate"
+"$scratch/build/linked" "$scratch/linked.db"
 
 # The installed daemon and CLI run from the prefix too: tesserad on its embedded defaults (a
 # simulated cluster) answers the installed tessctl.
