@@ -136,6 +136,18 @@ typedef struct nvmlComputeInstanceInfo_st {  // as nvmlComputeInstanceGetInfo_v2
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+// --- NVLink: each GPU has up to NVML_NVLINK_MAX_LINKS links; an active one ends at another GPU
+// or at an NVSwitch (HGX boards: every GPU's links go to the switches).
+inline constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
+typedef int nvmlEnableState_t;
+inline constexpr nvmlEnableState_t NVML_FEATURE_DISABLED = 0;
+inline constexpr nvmlEnableState_t NVML_FEATURE_ENABLED = 1;
+typedef int nvmlIntNvLinkDeviceType_t;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF;
+
 // --- Events: XID errors arrive through an event set.
 inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008ULL;
 
@@ -213,6 +225,13 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig_device,
                                                           nvmlDevice_t* device);
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                      nvmlEnableState_t* is_active);
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
+                                                 nvmlPciInfo_t* pci);
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
+                                                 nvmlIntNvLinkDeviceType_t* type);
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
 nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long event_types,

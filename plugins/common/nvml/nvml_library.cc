@@ -117,6 +117,13 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::Load(const std::string& path, std::str
   l.DeviceGetDeviceHandleFromMigDeviceHandle =
       Find<decltype(T::DeviceGetDeviceHandleFromMigDeviceHandle)>(
           handle, {"nvmlDeviceGetDeviceHandleFromMigDeviceHandle"});
+  l.DeviceGetNvLinkState =
+      Find<decltype(T::DeviceGetNvLinkState)>(handle, {"nvmlDeviceGetNvLinkState"});
+  // The v1 filled the older, shorter nvmlPciInfo_t: no fallback.
+  l.DeviceGetNvLinkRemotePciInfo = Find<decltype(T::DeviceGetNvLinkRemotePciInfo)>(
+      handle, {"nvmlDeviceGetNvLinkRemotePciInfo_v2"});
+  l.DeviceGetNvLinkRemoteDeviceType = Find<decltype(T::DeviceGetNvLinkRemoteDeviceType)>(
+      handle, {"nvmlDeviceGetNvLinkRemoteDeviceType"});
   l.EventSetCreate = Find<decltype(T::EventSetCreate)>(handle, {"nvmlEventSetCreate"});
   l.DeviceRegisterEvents =
       Find<decltype(T::DeviceRegisterEvents)>(handle, {"nvmlDeviceRegisterEvents"});

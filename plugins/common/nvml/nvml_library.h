@@ -75,6 +75,9 @@ class NvmlLibrary {
   decltype(&nvmlDeviceGetComputeInstanceId) DeviceGetComputeInstanceId = nullptr;
   decltype(&nvmlDeviceGetDeviceHandleFromMigDeviceHandle) DeviceGetDeviceHandleFromMigDeviceHandle =
       nullptr;
+  decltype(&nvmlDeviceGetNvLinkState) DeviceGetNvLinkState = nullptr;
+  decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2) DeviceGetNvLinkRemotePciInfo = nullptr;
+  decltype(&nvmlDeviceGetNvLinkRemoteDeviceType) DeviceGetNvLinkRemoteDeviceType = nullptr;
   decltype(&nvmlEventSetCreate) EventSetCreate = nullptr;
   decltype(&nvmlDeviceRegisterEvents) DeviceRegisterEvents = nullptr;
   decltype(&nvmlEventSetWait_v2) EventSetWait = nullptr;

@@ -53,6 +53,10 @@ nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpu_instance, unsigned in
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   if (!state.root()) return NVML_ERROR_NO_PERMISSION;
+  if (nvmlReturn_t fault = InjectedFault(state, "nvmlGpuInstanceCreateComputeInstance");
+      fault != NVML_SUCCESS) {
+    return fault;
+  }
   const int row = RowOfId(r.gi->value("profile_id", 0u));
   const unsigned size = CiSlicesOfProfile(profile_id);
   if (row < 0 || size == 0 || !CiProfileAllowed(size, kRows[row].compute_slices)) {
@@ -107,6 +111,10 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t c
   if (nvmlReturn_t ret = Resolve(state, compute_instance, &r); ret != NVML_SUCCESS) return ret;
   if (r.handle->kind != Kind::kComputeInstance) return NVML_ERROR_INVALID_ARGUMENT;
   if (!state.root()) return NVML_ERROR_NO_PERMISSION;
+  if (nvmlReturn_t fault = InjectedFault(state, "nvmlComputeInstanceDestroy");
+      fault != NVML_SUCCESS) {
+    return fault;
+  }
   if (r.gi->value("processes", 0u) > 0) return NVML_ERROR_IN_USE;
   json& list = ComputeInstances(*r.gi);
   const unsigned id = r.handle->ci;

@@ -61,6 +61,9 @@ nvmlReturn_t CreateGi(nvmlDevice_t device, unsigned profile_id,
   if (nvmlReturn_t ret = Resolve(state, device, &r); ret != NVML_SUCCESS) return ret;
   if (out == nullptr || r.handle->kind != Kind::kGpu) return NVML_ERROR_INVALID_ARGUMENT;
   if (!state.root()) return NVML_ERROR_NO_PERMISSION;
+  const char* call = placement != nullptr ? "nvmlDeviceCreateGpuInstanceWithPlacement"
+                                          : "nvmlDeviceCreateGpuInstance";
+  if (nvmlReturn_t fault = InjectedFault(state, call); fault != NVML_SUCCESS) return fault;
   json& gpu = *r.gpu;
   if (MigCurrent(gpu) != NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_NOT_SUPPORTED;
   const int row = RowOfId(profile_id);
@@ -233,6 +236,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpu_insta
   if (nvmlReturn_t ret = Resolve(state, gpu_instance, &r); ret != NVML_SUCCESS) return ret;
   if (r.handle->kind != Kind::kGpuInstance) return NVML_ERROR_INVALID_ARGUMENT;
   if (!state.root()) return NVML_ERROR_NO_PERMISSION;
+  if (nvmlReturn_t fault = InjectedFault(state, "nvmlGpuInstanceDestroy"); fault != NVML_SUCCESS) {
+    return fault;
+  }
   if (!ComputeInstances(*r.gi).empty() || r.gi->value("processes", 0u) > 0) {
     return NVML_ERROR_IN_USE;
   }

@@ -76,6 +76,27 @@ void State::Save() {
   }
 }
 
+nvmlReturn_t InjectedFault(State& state, const std::string& call) {
+  json& doc = state.doc();
+  if (!doc.contains("faults") || !doc["faults"].is_array()) return NVML_SUCCESS;
+  json& faults = doc["faults"];
+  for (size_t i = 0; i < faults.size(); ++i) {
+    json& fault = faults[i];
+    if (fault.value("call", "") != call) continue;
+    const int after = fault.value("after", 0);
+    if (after > 0) {
+      fault["after"] = after - 1;
+      state.Save();
+      return NVML_SUCCESS;
+    }
+    const nvmlReturn_t error = fault.value("error", NVML_ERROR_UNKNOWN);
+    faults.erase(i);
+    state.Save();
+    return error;
+  }
+  return NVML_SUCCESS;
+}
+
 const Model* ModelOf(const json& gpu) { return FindModel(gpu.value("model", "A100-40GB")); }
 
 std::string GpuUuid(unsigned index, const json& gpu) {

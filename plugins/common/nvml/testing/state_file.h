@@ -9,14 +9,21 @@
 //              "gpu_instances": [{"id": 1, "profile_id": 9, "start": 0, "processes": 0,
 //                                 "compute_instances": [{"id": 0, "profile_id": 2,
 //                                                        "start": 0, "size": 3}]}]}],
-//    "root": true, "needs_reset": false}
+//    "root": true, "needs_reset": false,
+//    "faults": [{"call": "nvmlDeviceCreateGpuInstanceWithPlacement", "after": 1, "error": 23}]}
 // Omitted fields take those defaults (MIG off, no instances); a GPU's UUID is derived from its
 // index and model (or given as "uuid"), and a MIG device's from its GPU's and its instance ids,
 // so they are the same in every process.
 //
-// Where it differs from the real driver: processes are counts the test writes, not PIDs (there
-// is no nvmlDeviceGetComputeRunningProcesses), and the file is the whole truth: a test may
-// rewrite it between calls, which no real GPU does.
+// "faults" is the tests' own: the named call answers `error` once, after `after` calls of it
+// (default 0) have gone through, as a driver does when something else took the room or the GPU
+// fell over midway; the fault is then removed. The calls that consult it are those that change
+// the GPU: nvmlDeviceCreateGpuInstance(WithPlacement), nvmlGpuInstanceDestroy,
+// nvmlGpuInstanceCreateComputeInstance and nvmlComputeInstanceDestroy.
+//
+// Where it differs from the real driver: faults (no driver has them), processes are counts the test
+// writes, not PIDs (there is no nvmlDeviceGetComputeRunningProcesses), and the file is the whole
+// truth: a test may rewrite it between calls, which no real GPU does.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -24,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "nvml/nvml_api.h"
 #include "nvml/testing/hardware_model.h"
 
 namespace tessera::fake_nvml {
@@ -60,6 +68,10 @@ class State {
   json doc_;
   bool ok_ = false;
 };
+
+// The error the state's "faults" inject into this call of `call` (counting it), or
+// NVML_SUCCESS. Saves the state when it changed a fault.
+nvmlReturn_t InjectedFault(State& state, const std::string& call);
 
 // --- What the state says of one GPU.
 

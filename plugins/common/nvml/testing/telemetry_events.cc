@@ -8,7 +8,7 @@
 // (others are NOT_SUPPORTED); events carry no GPU or compute instance ids (0xFFFFFFFF); a wait
 // polls the state file every 5 ms instead of sleeping on the kernel; a MIG-enabled GPU and a MIG
 // device report no utilisation (NOT_SUPPORTED), and a MIG device no temperature or power; there
-// are no clocks, fans, NVLink or vGPU calls.
+// are no clocks, fans or vGPU calls (NVLink: nvlink.cc).
 #include <chrono>
 #include <deque>
 #include <map>
