@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <fstream>
@@ -10,13 +11,53 @@
 #include "tessera/plugin/key_value_config.h"
 
 namespace tessera::local {
+namespace {
+
+// "none", "all", or a list of indices and ranges: "0,2-3".
+plugin::PluginStatus ParseGpuSet(const plugin::KeyValueConfig& kv, const std::string& key,
+                                 GpuSet* out) {
+  std::string text;
+  plugin::PluginStatus status = kv.String(key, &text);
+  if (!status.ok() || !kv.Has(key)) return status;
+  *out = GpuSet{};
+  if (text == "none") return status;
+  if (text == "all") {
+    out->all = true;
+    return status;
+  }
+  auto bad = [&](const std::string& why) {
+    return plugin::PluginStatus::Error(
+        TESSERA_INVALID_ARGUMENT,
+        key + ": " + why + ", got '" + text + "' (expected none, all, or GPU indices like 0,2-3)");
+  };
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    int first = 0, last = 0;
+    char extra = 0;
+    if (std::sscanf(item.c_str(), "%d-%d%c", &first, &last, &extra) == 2) {
+    } else if (std::sscanf(item.c_str(), "%d%c", &first, &extra) == 1) {
+      last = first;
+    } else {
+      return bad("'" + item + "' is not a GPU index or range");
+    }
+    if (first < 0 || last < first || last > 1023) return bad("bad range '" + item + "'");
+    for (int i = first; i <= last; ++i) out->indices.insert(i);
+    pos = comma + 1;
+  }
+  return status;
+}
+
+}  // namespace
 
 plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* config) {
   plugin::KeyValueConfig kv;
   plugin::PluginStatus status = plugin::KeyValueConfig::Parse(
       text,
       {"node_name", "state_dir", "cpu_milli", "memory_mib", "poll_interval_ms",
-       "cuda_runtime_library", "cuda_driver_library"},
+       "cuda_runtime_library", "cuda_driver_library", "nvml_library", "mig_managed", "mig_enable",
+       "time_slice_gpus", "time_slice_replicas"},
       &kv);
   constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
   if (status.ok()) status = kv.String("node_name", &config->node_name);
@@ -30,6 +71,15 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
     status = kv.String("cuda_runtime_library", &config->cuda_runtime_library, true);
   }
   if (status.ok()) status = kv.String("cuda_driver_library", &config->cuda_driver_library, true);
+  if (status.ok()) status = kv.String("nvml_library", &config->nvml_library);
+  if (status.ok()) status = ParseGpuSet(kv, "mig_managed", &config->mig_managed);
+  if (status.ok()) status = ParseGpuSet(kv, "mig_enable", &config->mig_enable);
+  if (status.ok()) status = ParseGpuSet(kv, "time_slice_gpus", &config->time_slice_gpus);
+  if (status.ok()) {
+    // The scheduler's bounds for GpuDevice.replicas.
+    status =
+        kv.Integer("time_slice_replicas", int64_t{2}, int64_t{1000}, &config->time_slice_replicas);
+  }
   return status;
 }
 

@@ -8,18 +8,33 @@
 //   poll_interval_ms = 100              # how often running tasks are checked; default 100
 //   cuda_runtime_library = /opt/cuda/lib64/libcudart.so.12  # default: the usual sonames
 //   cuda_driver_library = /usr/lib/x86_64-linux-gnu/libcuda.so.1  # default: libcuda.so.1
+//   nvml_library = libnvidia-ml.so.1    # default; "none" = find GPUs through CUDA only
+//   mig_managed = all                   # MIG GPUs the scheduler may re-partition; default none
+//   mig_enable = 0,1                    # GPUs to turn MIG mode on at start; default none
+//   time_slice_gpus = 2-3               # GPUs shared by time slices; default none
+//   time_slice_replicas = 4             # slices per time-sliced GPU; default 4
 //
+// GPU lists are "none", "all", or indices and ranges ("0,2-3"), as NVML numbers the GPUs.
 // A plain line format rather than protobuf JSON keeps the plugin free of a second schema for
-// five settings; the SDK's KeyValueConfig parses it. Unknown or repeated keys and malformed
+// a dozen settings; the SDK's KeyValueConfig parses it. Unknown or repeated keys and malformed
 // values are INVALID_ARGUMENT naming the key and the line.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "tessera/plugin/plugin.h"
 
 namespace tessera::local {
+
+// A set of GPUs named by index in the configuration.
+struct GpuSet {
+  bool all = false;
+  std::set<int> indices;
+  bool Contains(int index) const { return all || indices.count(index) > 0; }
+  bool empty() const { return !all && indices.empty(); }
+};
 
 struct LocalConfig {
   std::string node_name;  // empty = gethostname().
@@ -29,6 +44,11 @@ struct LocalConfig {
   int64_t poll_interval_ms = 100;    // lower = faster exit reports, more wake-ups.
   std::string cuda_runtime_library;  // empty = try libcudart.so, .so.13, .so.12, .so.11.0.
   std::string cuda_driver_library;   // empty = libcuda.so.1 (only for GPU names and memory).
+  std::string nvml_library = "libnvidia-ml.so.1";  // "none" = do not use NVML.
+  GpuSet mig_managed;      // MIG layouts the scheduler may change (GpuDevice.mig_managed).
+  GpuSet mig_enable;       // MIG mode turned on at start where it is off (may need a reset).
+  GpuSet time_slice_gpus;  // reported as GPU_SHARING_TIME_SLICE.
+  int64_t time_slice_replicas = 4;
 };
 
 // Parses `text` into `config` (fields not mentioned keep their defaults).

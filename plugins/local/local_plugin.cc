@@ -1,9 +1,14 @@
-// The local backend: runs tasks as child processes of the host, on this one machine, with the
-// GPUs the CUDA Runtime finds (none is fine: the node is then CPU-only).
+// The local backend: runs tasks as child processes of the host, on this one machine, with its
+// GPUs as NVML reports them (nvidia_gpus.h), or the CUDA Runtime where there is no NVML, or none
+// (the node is then CPU-only). With NVML it is also the partitioner of its own GPUs: it carries
+// out the scheduler's MIG layouts on the GPUs the configuration lets it manage, and reports
+// telemetry (XID errors, ECC, temperature) for the scheduler's GPU health policy.
 //
 // A task is LaunchTask.command started with posix_spawnp in a process group of its own, with
 // the host's environment plus LaunchTask.env, TESSERA_JOB/ATTEMPT/TASK and
-// CUDA_VISIBLE_DEVICES (the listed GPU indices; empty for none, which hides every GPU). Its
+// CUDA_VISIBLE_DEVICES (the devices of the task: MIG-<uuid> for a MIG instance, GPU-<uuid> for
+// GPUs found through NVML, indices for GPUs found through the CUDA runtime; empty for none,
+// which hides every GPU). Its
 // stdout and stderr go to <state>/logs/<job>-<attempt>-<task>.log, and a record of it
 // (pid, process group, start time) to <state>/tasks/, so that after a restart of the host a new
 // instance adopts it again and Reconcile lists it.
@@ -43,6 +48,7 @@
 
 #include "gpu_discovery.h"
 #include "local_config.h"
+#include "nvidia_gpus.h"
 #include "task_process.h"
 #include "tessera/plugin/plugin.h"
 
@@ -88,14 +94,30 @@ class LocalBackend final : public plugin::Plugin {
     node_.set_cpu_milli(config_.cpu_milli);
     node_.set_memory_mib(config_.memory_mib);
     std::string note;
-    std::unique_ptr<CudaRuntime> cuda =
-        OpenCudaRuntime(config_.cuda_runtime_library, config_.cuda_driver_library, &note);
-    if (cuda != nullptr) {
-      for (v1::GpuDevice& gpu : DiscoverGpus(*cuda, &note)) *node_.add_gpus() = std::move(gpu);
+    std::vector<std::string> warnings;
+    nvidia_ = NvidiaGpus::Open(config_, &note, &warnings);
+    if (nvidia_ != nullptr) {
+      for (const v1::GpuDevice& gpu : nvidia_->devices()) *node_.add_gpus() = gpu;
+    } else {
+      // No NVML: the CUDA runtime still finds the GPUs, without MIG or telemetry.
+      std::string cuda_note;
+      std::unique_ptr<CudaRuntime> cuda =
+          OpenCudaRuntime(config_.cuda_runtime_library, config_.cuda_driver_library, &cuda_note);
+      if (cuda != nullptr) {
+        for (v1::GpuDevice& gpu : DiscoverGpus(*cuda, &cuda_note)) {
+          if (config_.time_slice_gpus.Contains(gpu.index())) {
+            gpu.set_sharing(v1::GPU_SHARING_TIME_SLICE);
+            gpu.set_replicas(static_cast<int32_t>(config_.time_slice_replicas));
+          }
+          *node_.add_gpus() = std::move(gpu);
+        }
+      }
+      note += "; CUDA runtime: " + cuda_note;
     }
     host().Log(TESSERA_LOG_INFO, "local: node '" + node_.name() + "', " +
                                      std::to_string(node_.cpu_milli()) + " milli-CPU, " +
                                      std::to_string(node_.memory_mib()) + " MiB; " + note);
+    for (const std::string& warning : warnings) host().Log(TESSERA_LOG_WARN, "local: " + warning);
     AdoptRecordedTasks();
     return PluginStatus::Ok();
   }
@@ -202,6 +224,59 @@ class LocalBackend final : public plugin::Plugin {
     return PluginStatus::Ok();
   }
 
+  // Partitioner of this node's GPUs (ABI 1.1): MIG layouts through NVML, on the GPUs
+  // mig_managed lists. A layout that cannot be carried out is Ok with the error in the result and
+  // the layout the GPU has (nvidia_gpus.h); no NVML means no GPU can be shaped.
+  PluginStatus ApplyPartitionLayout(const v1::PartitionLayoutRequest& request,
+                                    v1::PartitionLayoutResult* result) override {
+    std::lock_guard lock(mutex_);
+    EnsureMonitor();
+    if (request.node() != node_.name()) {
+      result->set_error("node: this backend runs node '" + node_.name() + "', not '" +
+                        request.node() + "'");
+      return PluginStatus::Ok();
+    }
+    if (nvidia_ == nullptr) {
+      result->set_error("node '" + node_.name() +
+                        "' has no NVML: its GPUs cannot be re-partitioned");
+      return PluginStatus::Ok();
+    }
+    nvidia_->ApplyLayout(request, result);
+    if (request.gpu() >= 0 && request.gpu() < node_.gpus_size()) {
+      *node_.mutable_gpus(request.gpu()) = nvidia_->devices()[request.gpu()];
+    }
+    if (!result->error().empty()) {
+      pending_logs_.push_back("local: GPU " + std::to_string(request.gpu()) +
+                              " layout not applied: " + result->error());
+    }
+    return PluginStatus::Ok();
+  }
+
+  // ABI 1.0 hosts: the same, with a failure as the error of the call.
+  PluginStatus ApplyMigLayout(const v1::MigLayoutRequest& request) override {
+    v1::PartitionLayoutRequest layout;
+    layout.set_node(request.node());
+    layout.set_gpu(request.gpu());
+    layout.mutable_layout()->set_sharing(v1::GPU_SHARING_MIG);
+    *layout.mutable_layout()->mutable_mig_instances() = request.layout();
+    layout.set_epoch(request.epoch());
+    v1::PartitionLayoutResult result;
+    PluginStatus status = ApplyPartitionLayout(layout, &result);
+    if (status.ok() && !result.error().empty()) {
+      return PluginStatus::Error(TESSERA_FAILED_PRECONDITION, result.error());
+    }
+    return status;
+  }
+
+  // Readings of every GPU through NVML; none without it. May overlap any other call.
+  PluginStatus Telemetry(v1::TelemetryBatch* out) override {
+    if (nvidia_ == nullptr) return PluginStatus::Ok();
+    for (v1::GpuTelemetry& reading : nvidia_->Telemetry(config_.node_name, host().NowUs())) {
+      *out->add_readings() = std::move(reading);
+    }
+    return PluginStatus::Ok();
+  }
+
   PluginStatus Reconcile(v1::LiveTasks* out) override {
     std::lock_guard lock(mutex_);
     EnsureMonitor();
@@ -241,9 +316,10 @@ class LocalBackend final : public plugin::Plugin {
     vars["TESSERA_JOB"] = std::to_string(request.ref().job());
     vars["TESSERA_ATTEMPT"] = std::to_string(request.ref().attempt());
     vars["TESSERA_TASK"] = std::to_string(request.ref().task());
-    // Indices in the CUDA runtime's enumeration order, the order discovery used; the task
-    // inherits the host's CUDA_DEVICE_ORDER, so it enumerates the same way.
-    vars["CUDA_VISIBLE_DEVICES"] = Join(request.gpus());
+    std::string devices;
+    PluginStatus status = VisibleDevices(request, &devices);
+    if (!status.ok()) return status;
+    vars["CUDA_VISIBLE_DEVICES"] = devices;
     if (request.partition().sharing() == v1::GPU_SHARING_MPS) {
       // An MPS client's share: its active-thread percentage and a memory limit per visible
       // device (ordinals as the task sees them, after CUDA_VISIBLE_DEVICES renumbering). A host
@@ -261,9 +337,50 @@ class LocalBackend final : public plugin::Plugin {
         vars["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
       }
     }
-    // A MIG instance would be named by its MIG UUID in CUDA_VISIBLE_DEVICES; creating instances
-    // and knowing their UUIDs is the mig backend's job, so this backend offers whole GPUs.
     for (const auto& [name, value] : vars) env->push_back(name + "=" + value);
+    return PluginStatus::Ok();
+  }
+
+  // What CUDA_VISIBLE_DEVICES says for `request` (mutex_ held). A MIG share names its instance's
+  // MIG UUID: the one the host passes (LaunchTask.mig, from the partition result), else the one
+  // this node has at the share's placement. GPUs found through NVML are named by UUID, since
+  // NVML's numbering (by PCI bus) and the CUDA runtime's (fastest first, unless the task sets
+  // CUDA_DEVICE_ORDER=PCI_BUS_ID) can differ; GPUs found through the CUDA runtime by index, in
+  // the order discovery used (the task inherits the host's CUDA_DEVICE_ORDER).
+  PluginStatus VisibleDevices(const v1::LaunchTask& request, std::string* out) const {
+    const v1::GpuPartition& partition = request.partition();
+    if (partition.sharing() == v1::GPU_SHARING_MIG) {
+      if (request.gpus_size() != 1) {
+        return PluginStatus::Error(
+            TESSERA_INVALID_ARGUMENT,
+            "gpus: a MIG share names one GPU, got " + std::to_string(request.gpus_size()));
+      }
+      if (request.has_mig() && !request.mig().uuid().empty()) {
+        *out = request.mig().uuid();
+        return PluginStatus::Ok();
+      }
+      const v1::GpuDevice& gpu = node_.gpus(request.gpus(0));
+      for (const v1::PartitionInstance& instance : gpu.instances()) {
+        if (instance.mig().profile() == partition.mig_profile() &&
+            instance.mig().start() == partition.mig_start() && !instance.uuid().empty()) {
+          *out = instance.uuid();
+          return PluginStatus::Ok();
+        }
+      }
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                 "partition: GPU " + std::to_string(request.gpus(0)) +
+                                     " of node '" + node_.name() + "' has no usable MIG instance " +
+                                     partition.mig_profile() + " at memory slice " +
+                                     std::to_string(partition.mig_start()));
+    }
+    if (nvidia_ == nullptr) {
+      *out = Join(request.gpus());
+      return PluginStatus::Ok();
+    }
+    out->clear();
+    for (int i = 0; i < request.gpus_size(); ++i) {
+      *out += (i ? "," : "") + node_.gpus(request.gpus(i)).uuid();
+    }
     return PluginStatus::Ok();
   }
 
@@ -398,6 +515,7 @@ class LocalBackend final : public plugin::Plugin {
   }
 
   LocalConfig config_;
+  std::unique_ptr<NvidiaGpus> nvidia_;  // null without NVML.
   std::string logs_dir_;
   std::string tasks_dir_;
   v1::NodeSpec node_;
@@ -414,4 +532,5 @@ class LocalBackend final : public plugin::Plugin {
 }  // namespace
 }  // namespace tessera::local
 
-TESSERA_PLUGIN(tessera::local::LocalBackend, "local", "1.0.0", TESSERA_PLUGIN_KIND_EXECUTOR)
+TESSERA_PLUGIN(tessera::local::LocalBackend, "local", "1.1.0",
+               TESSERA_PLUGIN_KIND_EXECUTOR | TESSERA_PLUGIN_KIND_PARTITIONER)

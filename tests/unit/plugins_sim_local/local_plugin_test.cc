@@ -190,9 +190,9 @@ TEST_CASE("local: a stop with grace 0 kills at once, without SIGTERM first") {
 
 TEST_CASE("local: a task sees its GPUs in CUDA_VISIBLE_DEVICES and its env") {
   testing::TempDir dir("local-plugin");
-  std::unique_ptr<FakeHost> host =
-      StartLocal(Config(dir, "cuda_runtime_library = " + testing::FakeCudartPath() +
-                                 "\ncuda_driver_library = " + testing::FakeCudartPath()));
+  std::unique_ptr<FakeHost> host = StartLocal(
+      Config(dir, "nvml_library = none\ncuda_runtime_library = " + testing::FakeCudartPath() +
+                      "\ncuda_driver_library = " + testing::FakeCudartPath()));
   const std::string script =
       "echo CVD=[$CUDA_VISIBLE_DEVICES] MINE=[$MY_VAR] JOB=[$TESSERA_JOB] "
       "MPS=[$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE] LIMIT=[$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT]";
@@ -363,7 +363,7 @@ TEST_CASE("local: a bad config is INVALID_ARGUMENT naming the key") {
 TEST_CASE("local: a fake CUDA runtime with two GPUs gives a node with two GPUs") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> host = StartLocal(Config(
-      dir, "cpu_milli = 16000\nmemory_mib = 65536\ncuda_runtime_library = " +
+      dir, "cpu_milli = 16000\nmemory_mib = 65536\nnvml_library = none\ncuda_runtime_library = " +
                testing::FakeCudartPath() + "\ncuda_driver_library = " + testing::FakeCudartPath()));
   v1::Inventory inventory;
   REQUIRE(host->Inventory(&inventory).ok());
