@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -164,6 +166,43 @@ void PrintNodes(const std::vector<v1::Node>& nodes) {
       std::cout << node.spec().name() << ": " << node.status().unavailable() << '\n';
     }
   }
+}
+
+// One row per GPU, and for a MIG GPU one per instance: the devices tasks are given, by UUID.
+void PrintGpus(const std::vector<v1::Node>& nodes) {
+  Table table({"NODE", "GPU", "MODEL", "SHARING", "DEVICE", "UUID", "HEALTH"});
+  for (const v1::Node& node : nodes) {
+    for (const v1::GpuDevice& gpu : node.spec().gpus()) {
+      std::string health = "ok";
+      for (const v1::GpuState& state : node.status().gpus()) {
+        if (state.index() != gpu.index()) continue;
+        if (state.failed())
+          health = "failed: " + state.reason();
+        else if (state.too_hot())
+          health = "too hot: " + state.reason();
+      }
+      std::string sharing = v1::GpuSharing_Name(gpu.sharing()).substr(strlen("GPU_SHARING_"));
+      for (char& c : sharing) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (gpu.sharing() == v1::GPU_SHARING_TIME_SLICE) {
+        sharing += " x" + std::to_string(gpu.replicas());
+      }
+      if (gpu.sharing() == v1::GPU_SHARING_MIG) sharing += gpu.mig_managed() ? " (managed)" : "";
+      const std::string index = std::to_string(gpu.index());
+      table.AddRow({node.spec().name(), index, gpu.model(), sharing, "whole",
+                    gpu.uuid().empty() ? "-" : gpu.uuid(), health});
+      for (const v1::MigInstance& m : gpu.mig_instances()) {
+        std::string uuid = "-";
+        for (const v1::PartitionInstance& device : gpu.instances()) {
+          if (device.mig().profile() == m.profile() && device.mig().start() == m.start() &&
+              !device.uuid().empty()) {
+            uuid = device.uuid();
+          }
+        }
+        table.AddRow({"", "", "", "", m.profile() + "@" + std::to_string(m.start()), uuid, ""});
+      }
+    }
+  }
+  table.Print(std::cout);
 }
 
 void PrintBackends(const std::vector<v1::Backend>& backends) {
@@ -502,6 +541,17 @@ ExitCode ListNodes(const ApiClient& api, const Output& output) {
     std::cout << ListToJson("nodes", nodes) << '\n';
   } else {
     PrintNodes(nodes);
+  }
+  return ExitCode::kOk;
+}
+
+ExitCode ListGpus(const ApiClient& api, const Output& output) {
+  std::vector<v1::Node> nodes;
+  if (CallResult result = api.ListNodes(&nodes); !result.ok()) return Fail(result);
+  if (output.json) {
+    std::cout << ListToJson("nodes", nodes) << '\n';
+  } else {
+    PrintGpus(nodes);
   }
   return ExitCode::kOk;
 }

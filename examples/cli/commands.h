@@ -45,6 +45,8 @@ ExitCode WriteQueue(const ApiClient& api, const Output& output, const std::strin
 // `queue delete NAME`.
 ExitCode DeleteQueue(const ApiClient& api, const std::string& name);
 ExitCode ListNodes(const ApiClient& api, const Output& output);
+// Each node's GPUs: model, UUID, how they are shared, MIG instances with their UUIDs, health.
+ExitCode ListGpus(const ApiClient& api, const Output& output);
 ExitCode ListBackends(const ApiClient& api, const Output& output);
 // action: "cordon", "drain" or "uncordon".
 ExitCode NodeAction(const ApiClient& api, const std::string& node, const std::string& action);

@@ -142,6 +142,8 @@ int main(int argc, char** argv) {
   queue_delete->add_option("NAME", queue_name, "queue name, e.g. research/vision")->required();
 
   auto* nodes_cmd = app.add_subcommand("nodes", "list nodes with their allocation and state");
+  auto* gpus_cmd = app.add_subcommand(
+      "gpus", "list each node's GPUs and MIG instances with their UUIDs, sharing and health");
   auto* backends_cmd =
       app.add_subcommand("backends", "list the backends with their health, roles and nodes");
 
@@ -235,6 +237,8 @@ int main(int argc, char** argv) {
     code = DeleteQueue(api, queue_name);
   } else if (nodes_cmd->parsed()) {
     code = ListNodes(api, output);
+  } else if (gpus_cmd->parsed()) {
+    code = ListGpus(api, output);
   } else if (backends_cmd->parsed()) {
     code = ListBackends(api, output);
   } else if (watch_cmd->parsed()) {

@@ -400,6 +400,41 @@ TEST_CASE("tessctl get and cancel use the job's path") {
   CHECK(requests[1].target == "/v1/jobs/42:cancel");
 }
 
+TEST_CASE("tessctl gpus: each GPU and MIG instance with its UUID, sharing and health") {
+  FakeTesserad server([](const RecordedRequest& request) {
+    if (request.target == "/v1/nodes") {
+      return Ok(R"({"nodes":[{"spec":{"name":"h100-box","gpus":[
+                     {"index":0,"model":"H100-80GB","uuid":"GPU-aaa","sharing":"GPU_SHARING_MIG",
+                      "migManaged":true,
+                      "migInstances":[{"profile":"3g.40gb","start":4},{"profile":"1g.10gb"}],
+                      "instances":[{"mig":{"profile":"3g.40gb","start":4},"uuid":"MIG-bbb"}]},
+                     {"index":1,"model":"A100-80GB","uuid":"GPU-ccc",
+                      "sharing":"GPU_SHARING_TIME_SLICE","replicas":4}]},
+                   "status":{"gpus":[{"index":1,"failed":true,"reason":"XID 79"}]}}]})");
+    }
+    return Ok("{}");
+  });
+  const RunResult gpus = Tessctl({"--server", server.url(), "gpus"});
+  INFO(gpus.out);
+  INFO(gpus.err);
+  CHECK(gpus.exit_code == 0);
+  CHECK(server.requests().back().target == "/v1/nodes");
+  std::vector<std::string> lines;
+  std::istringstream text(gpus.out);
+  for (std::string line; std::getline(text, line);) {
+    std::istringstream words(line);
+    std::string joined;
+    for (std::string word; words >> word;) joined += (joined.empty() ? "" : " ") + word;
+    lines.push_back(joined);
+  }
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[0] == "NODE GPU MODEL SHARING DEVICE UUID HEALTH");
+  CHECK(lines[1] == "h100-box 0 H100-80GB mig (managed) whole GPU-aaa ok");
+  CHECK(lines[2] == "3g.40gb@4 MIG-bbb");
+  CHECK(lines[3] == "1g.10gb@0 -");  // an instance the backend names no device for.
+  CHECK(lines[4] == "h100-box 1 A100-80GB time_slice x4 whole GPU-ccc failed: XID 79");
+}
+
 TEST_CASE("tessctl queues, nodes, cordon, watch and top") {
   FakeTesserad server([](const RecordedRequest& request) {
     if (request.target == "/v1/queues") {

@@ -132,6 +132,14 @@ StatusOr<std::vector<v1::Node>> SchedulerImpl::ListNodes() {
           if (owner < 0) continue;
           const v1::Backend& backend = backends[owner];
           status->set_backend(backend.name());
+          // The devices the backend names: GPU UUIDs and, for MIG, each instance's UUID.
+          PluginExecutor* executor = backends_[owner]->executor();
+          for (v1::GpuDevice& gpu : *node.mutable_spec()->mutable_gpus()) {
+            const v1::GpuDevice* device = executor->Device(node.spec().name(), gpu.index());
+            if (device == nullptr) continue;
+            gpu.set_uuid(device->uuid());
+            *gpu.mutable_instances() = device->instances();
+          }
           if (!backend.healthy()) {
             status->set_unavailable("backend '" + backend.name() +
                                     "' is unhealthy: " + backend.unhealthy_reason());

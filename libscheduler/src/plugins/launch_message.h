@@ -38,9 +38,10 @@ class DeviceBook {
   // The device of the MIG instance of `profile` at `start` on that GPU; null when unknown.
   const v1::PartitionInstance* MigDevice(const std::string& node, int gpu,
                                          const std::string& profile, int start) const;
+  // The GPU as last described; null when unknown.
+  const v1::GpuDevice* Find(const std::string& node, int gpu) const;
 
  private:
-  const v1::GpuDevice* Find(const std::string& node, int gpu) const;
   std::unordered_map<std::string, std::vector<v1::GpuDevice>> gpus_;  // node -> its GPUs.
 };
 

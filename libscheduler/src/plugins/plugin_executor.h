@@ -183,6 +183,11 @@ class PluginExecutor final : public Executor {
   // healthy. Any thread.
   std::string unhealthy_reason() const;
   const PluginInfo& info() const { return library_->info(); }
+  // Strand: GPU `gpu` of `node` as the plugin last described it (its UUID, and the devices of
+  // its layout from partition results), or null.
+  const v1::GpuDevice* Device(const std::string& node, int gpu) const {
+    return devices_.Find(node, gpu);
+  }
   const std::shared_ptr<PluginLibrary>& library() const { return library_; }
 
  private:

@@ -94,6 +94,8 @@ TEST_CASE("mig partitioner: 7 x 1g.10gb becomes 3g.40gb + 4 x 1g.10gb, the kept 
   const v1::PartitionInstance& big = after.instances(4);
   CHECK(big.mig().profile() == "3g.40gb");
   CHECK(big.uuid().rfind("MIG-", 0) == 0);
+  // A new instance is a new device, with a UUID no instance had before.
+  for (const v1::PartitionInstance& old : before.instances()) CHECK(big.uuid() != old.uuid());
   // The driver has it too: a 3-slice GPU instance (profile ID 9) with one compute instance.
   CHECK(DriverState(gpus) == "0:19/1 1:19/1 2:19/1 3:19/1 4:9/1");
 

@@ -73,8 +73,11 @@ nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpu_instance, unsigned in
   if (!start) return NVML_ERROR_INSUFFICIENT_RESOURCES;
   unsigned id = 0;
   while (FindCi(*r.gi, id) != nullptr) ++id;
-  ComputeInstances(*r.gi).push_back(
-      {{"id", id}, {"profile_id", profile_id}, {"start", *start}, {"size", size}});
+  ComputeInstances(*r.gi).push_back({{"id", id},
+                                     {"profile_id", profile_id},
+                                     {"start", *start},
+                                     {"size", size},
+                                     {"uuid", NewMigUuid(state, r.handle->gpu, *r.gpu)}});
   state.Save();
   *compute_instance = reinterpret_cast<nvmlComputeInstance_t>(
       HandleFor(Kind::kComputeInstance, r.handle->gpu, r.handle->gi, id));

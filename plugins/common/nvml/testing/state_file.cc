@@ -105,8 +105,20 @@ std::string GpuUuid(unsigned index, const json& gpu) {
 }
 
 std::string MigUuid(unsigned index, const json& gpu, unsigned gi, unsigned ci) {
+  for (const json& g : gpu.value("gpu_instances", json::array())) {
+    if (g.value("id", 0u) != gi) continue;
+    for (const json& c : g.value("compute_instances", json::array())) {
+      if (c.value("id", 0u) == ci && c.contains("uuid")) return c["uuid"].get<std::string>();
+    }
+  }
   return DerivedUuid("MIG-",
                      GpuUuid(index, gpu) + "/" + std::to_string(gi) + "/" + std::to_string(ci));
+}
+
+std::string NewMigUuid(State& state, unsigned index, const json& gpu) {
+  const unsigned long long made = state.doc().value("mig_devices_made", 0ull) + 1;
+  state.doc()["mig_devices_made"] = made;
+  return DerivedUuid("MIG-", GpuUuid(index, gpu) + "/made/" + std::to_string(made));
 }
 
 unsigned MigCurrent(const json& gpu) { return gpu.value("mig_current", 0u); }

@@ -12,8 +12,10 @@
 //    "root": true, "needs_reset": false,
 //    "faults": [{"call": "nvmlDeviceCreateGpuInstanceWithPlacement", "after": 1, "error": 23}]}
 // Omitted fields take those defaults (MIG off, no instances); a GPU's UUID is derived from its
-// index and model (or given as "uuid"), and a MIG device's from its GPU's and its instance ids,
-// so they are the same in every process.
+// index and model (or given as "uuid"), so it is the same in every process. A compute instance
+// created through NVML gets a MIG UUID of its own, new at each creation as the driver's are
+// (they are random there), kept in the file as its "uuid"; one the test writes without a "uuid"
+// has one derived from its GPU's and its instance ids.
 //
 // "faults" is the tests' own: the named call answers `error` once, after `after` calls of it
 // (default 0) have gone through, as a driver does when something else took the room or the GPU
@@ -78,6 +80,8 @@ nvmlReturn_t InjectedFault(State& state, const std::string& call);
 const Model* ModelOf(const json& gpu);
 std::string GpuUuid(unsigned index, const json& gpu);
 std::string MigUuid(unsigned index, const json& gpu, unsigned gi, unsigned ci);
+// A UUID for a MIG device made now on GPU `index`: never one given before in this state file.
+std::string NewMigUuid(State& state, unsigned index, const json& gpu);
 unsigned MigCurrent(const json& gpu);
 
 // The GPU's instances, created empty when absent.
