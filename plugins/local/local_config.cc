@@ -57,7 +57,8 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
       text,
       {"node_name", "state_dir", "cpu_milli", "memory_mib", "poll_interval_ms",
        "cuda_runtime_library", "cuda_driver_library", "nvml_library", "mig_managed", "mig_enable",
-       "time_slice_gpus", "time_slice_replicas"},
+       "time_slice_gpus", "time_slice_replicas", "mps_gpus", "mps_control", "mps_pipe_dir",
+       "mps_log_dir"},
       &kv);
   constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
   if (status.ok()) status = kv.String("node_name", &config->node_name);
@@ -80,7 +81,35 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
     status =
         kv.Integer("time_slice_replicas", int64_t{2}, int64_t{1000}, &config->time_slice_replicas);
   }
+  if (status.ok()) status = ParseGpuSet(kv, "mps_gpus", &config->mps_gpus);
+  if (status.ok()) status = kv.String("mps_control", &config->mps_control);
+  if (status.ok()) status = kv.String("mps_pipe_dir", &config->mps_pipe_dir);
+  if (status.ok()) status = kv.String("mps_log_dir", &config->mps_log_dir);
+  if (status.ok()) {
+    for (int index : config->mps_gpus.indices) {
+      if (config->time_slice_gpus.Contains(index) || config->time_slice_gpus.all) {
+        return plugin::PluginStatus::Error(
+            TESSERA_INVALID_ARGUMENT, "mps_gpus: GPU " + std::to_string(index) +
+                                          " is in time_slice_gpus too; a GPU is shared one way");
+      }
+    }
+    if (config->mps_gpus.all && !config->time_slice_gpus.empty()) {
+      return plugin::PluginStatus::Error(
+          TESSERA_INVALID_ARGUMENT,
+          "mps_gpus: all GPUs serve MPS, so time_slice_gpus must be none; a GPU is shared one way");
+    }
+  }
   return status;
+}
+
+void ShareAsConfigured(const LocalConfig& config, v1::GpuDevice* gpu) {
+  if (gpu->sharing() == v1::GPU_SHARING_MIG) return;
+  if (config.time_slice_gpus.Contains(gpu->index())) {
+    gpu->set_sharing(v1::GPU_SHARING_TIME_SLICE);
+    gpu->set_replicas(static_cast<int32_t>(config.time_slice_replicas));
+  } else if (config.mps_gpus.Contains(gpu->index())) {
+    gpu->set_sharing(v1::GPU_SHARING_MPS);
+  }
 }
 
 plugin::PluginStatus ResolveMachineDefaults(LocalConfig* config) {

@@ -13,6 +13,10 @@
 //   mig_enable = 0,1                    # GPUs to turn MIG mode on at start; default none
 //   time_slice_gpus = 2-3               # GPUs shared by time slices; default none
 //   time_slice_replicas = 4             # slices per time-sliced GPU; default 4
+//   mps_gpus = 4-7                      # GPUs serving CUDA MPS shares; default none
+//   mps_control = /usr/bin/nvidia-cuda-mps-control  # default: found on PATH
+//   mps_pipe_dir = /run/tessera-mps     # default: <state_dir>/mps/pipe (keep it short)
+//   mps_log_dir = /var/log/tessera-mps  # default: <state_dir>/mps/log
 //
 // GPU lists are "none", "all", or indices and ranges ("0,2-3"), as NVML numbers the GPUs.
 // A plain line format rather than protobuf JSON keeps the plugin free of a second schema for
@@ -25,6 +29,7 @@
 #include <string>
 
 #include "tessera/plugin/plugin.h"
+#include "tessera/v1/node.pb.h"
 
 namespace tessera::local {
 
@@ -49,7 +54,15 @@ struct LocalConfig {
   GpuSet mig_enable;       // MIG mode turned on at start where it is off (may need a reset).
   GpuSet time_slice_gpus;  // reported as GPU_SHARING_TIME_SLICE.
   int64_t time_slice_replicas = 4;
+  GpuSet mps_gpus;  // reported as GPU_SHARING_MPS, each with its control daemon.
+  std::string mps_control = "nvidia-cuda-mps-control";
+  std::string mps_pipe_dir;  // empty = <state_dir>/mps/pipe.
+  std::string mps_log_dir;   // empty = <state_dir>/mps/log.
 };
+
+// How the configuration shares `gpu`, a GPU not in MIG mode: time slices for time_slice_gpus,
+// MPS for mps_gpus (whose daemon the caller must still start), else as it is.
+void ShareAsConfigured(const LocalConfig& config, v1::GpuDevice* gpu);
 
 // Parses `text` into `config` (fields not mentioned keep their defaults).
 plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* config);

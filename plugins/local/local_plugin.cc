@@ -48,6 +48,7 @@
 
 #include "gpu_discovery.h"
 #include "local_config.h"
+#include "mps/mps_manager.h"
 #include "nvidia_gpus.h"
 #include "task_process.h"
 #include "tessera/plugin/plugin.h"
@@ -61,6 +62,8 @@ using plugin::PluginStatus;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 constexpr int32_t kUnknownExitCode = -1;
+// How often the MPS control daemons are checked (a restart blocks the monitor while it runs).
+constexpr std::chrono::seconds kMpsCheckInterval{2};
 
 using TaskKey = std::tuple<uint64_t, int32_t, int32_t>;
 TaskKey KeyOf(const v1::TaskRef& ref) { return {ref.job(), ref.attempt(), ref.task()}; }
@@ -104,16 +107,11 @@ class LocalBackend final : public plugin::Plugin {
       std::unique_ptr<CudaRuntime> cuda =
           OpenCudaRuntime(config_.cuda_runtime_library, config_.cuda_driver_library, &cuda_note);
       if (cuda != nullptr) {
-        for (v1::GpuDevice& gpu : DiscoverGpus(*cuda, &cuda_note)) {
-          if (config_.time_slice_gpus.Contains(gpu.index())) {
-            gpu.set_sharing(v1::GPU_SHARING_TIME_SLICE);
-            gpu.set_replicas(static_cast<int32_t>(config_.time_slice_replicas));
-          }
-          *node_.add_gpus() = std::move(gpu);
-        }
+        for (v1::GpuDevice& gpu : DiscoverGpus(*cuda, &cuda_note)) *node_.add_gpus() = gpu;
       }
       note += "; CUDA runtime: " + cuda_note;
     }
+    StartSharing(&warnings);
     host().Log(TESSERA_LOG_INFO, "local: node '" + node_.name() + "', " +
                                      std::to_string(node_.cpu_milli()) + " milli-CPU, " +
                                      std::to_string(node_.memory_mib()) + " MiB; " + note);
@@ -147,11 +145,15 @@ class LocalBackend final : public plugin::Plugin {
     EnsureMonitor();
     if (tasks_.count(KeyOf(request.ref()))) return PluginStatus::Ok();  // idempotent.
     PluginStatus status = StartTask(request, now);
-    if (status.code != TESSERA_INVALID_ARGUMENT && status.code != TESSERA_NOT_FOUND) {
+    // Refused for this task alone: for good (a bad request), or for now (the GPU's MPS clients
+    // are all taken, its daemon is restarting).
+    const bool for_now =
+        status.code == TESSERA_RESOURCE_EXHAUSTED || status.code == TESSERA_UNAVAILABLE;
+    if (status.code != TESSERA_INVALID_ARGUMENT && status.code != TESSERA_NOT_FOUND && !for_now) {
       return status;
     }
     Report(v1::BackendEvent::LAUNCH_REJECTED, request.ref(), 0, now, status.message);
-    outbox_.back().set_retryable(false);
+    outbox_.back().set_retryable(for_now);
     wake_.notify_all();
     return PluginStatus::Ok();
   }
@@ -185,7 +187,12 @@ class LocalBackend final : public plugin::Plugin {
     const std::vector<std::string> argv(request.command().begin(), request.command().end());
     status = SpawnTask(argv, env, record.log_path, ExitStatusPath(tasks_dir_, request.ref()),
                        &record.pid);
-    if (!status.ok()) return status;
+    if (!status.ok()) {
+      // Its MPS place, if it took one, is given back by the monitor (which may hold the MPS
+      // lock for a while; a launch does not wait for it).
+      mps_releases_.push_back(request.ref());
+      return status;
+    }
     record.pgid = record.pid;
     // The child is ours until we reap it, so its /proc entry is there even if it already exited.
     if (std::optional<ProcStat> stat = ReadProcStat(record.pid)) {
@@ -296,6 +303,7 @@ class LocalBackend final : public plugin::Plugin {
     TaskRecord record;
     bool our_child = false;             // started by this instance (waitable).
     std::optional<SteadyTime> kill_at;  // SIGKILL due (a stop's grace ends).
+    bool lost = false;  // reported TASK_LOST (its MPS daemon died); its end is not reported.
   };
 
   // The host's environment, then the request's, then what the backend sets itself.
@@ -321,24 +329,60 @@ class LocalBackend final : public plugin::Plugin {
     if (!status.ok()) return status;
     vars["CUDA_VISIBLE_DEVICES"] = devices;
     if (request.partition().sharing() == v1::GPU_SHARING_MPS) {
-      // An MPS client's share: its active-thread percentage and a memory limit per visible
-      // device (ordinals as the task sees them, after CUDA_VISIBLE_DEVICES renumbering). A host
-      // of ABI 1.1 says both (LaunchTask.mps); one of 1.0 leaves them to the share's size.
-      const int thread_pct = request.has_mps() ? request.mps().active_thread_pct()
-                                               : std::max(1, request.gpu_milli() / 10);
-      const int64_t memory_mib =
-          request.has_mps() ? request.mps().pinned_memory_mib() : request.gpu_memory_mib();
-      vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(thread_pct);
-      if (memory_mib > 0) {
-        std::string limits;
-        for (int i = 0; i < request.gpus_size(); ++i) {
-          limits += (i ? "," : "") + std::to_string(i) + "=" + std::to_string(memory_mib) + "M";
-        }
-        vars["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
-      }
+      std::map<std::string, std::string> mps_env;
+      status = MpsEnvironment(request, &mps_env);
+      if (!status.ok()) return status;
+      for (const auto& [name, value] : mps_env) vars[name] = value;
     }
     for (const auto& [name, value] : vars) env->push_back(name + "=" + value);
     return PluginStatus::Ok();
+  }
+
+  // An MPS client's share (mutex_ held): its active-thread percentage and pinned memory limit, as
+  // the host says (LaunchTask.mps; a host of ABI 1.0 leaves them to the share's size). On a GPU
+  // with a control daemon (mps_gpus) the task is admitted as one of its clients (at most 48) and
+  // gets the daemon's pipe directory and the device as the daemon numbers it
+  // (mps/mps_manager.h); without one, the limits alone, for a daemon run outside Tessera.
+  PluginStatus MpsEnvironment(const v1::LaunchTask& request,
+                              std::map<std::string, std::string>* env) {
+    mps::MpsLimits limits;
+    limits.active_thread_pct = request.has_mps() ? request.mps().active_thread_pct()
+                                                 : std::max(1, request.gpu_milli() / 10);
+    limits.pinned_memory_mib =
+        request.has_mps() ? request.mps().pinned_memory_mib() : request.gpu_memory_mib();
+    const int gpu = request.gpus_size() == 1 ? request.gpus(0) : -1;
+    // A check of the daemons takes microseconds; only a restart (the daemon is down anyway)
+    // holds the lock longer, and a launch does not wait that out.
+    std::unique_lock mps_lock(mps_mutex_, std::chrono::milliseconds(500));
+    const bool managed = mps_ != nullptr && gpu >= 0 && mps_->Daemon(gpu) != nullptr;
+    if (!managed) {
+      (*env)["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(limits.active_thread_pct);
+      if (limits.pinned_memory_mib > 0) {
+        std::string text;
+        for (int i = 0; i < request.gpus_size(); ++i) {
+          text += (i ? "," : "") + std::to_string(i) + "=" +
+                  mps::PinnedMemoryValue(limits.pinned_memory_mib);
+        }
+        (*env)["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = text;
+      }
+      return PluginStatus::Ok();
+    }
+    if (!mps_lock.owns_lock()) {
+      return PluginStatus::Error(TESSERA_UNAVAILABLE,
+                                 "partition: an MPS control daemon of node '" + node_.name() +
+                                     "' is being restarted; try again");
+    }
+    mps::MpsGrant grant;
+    PluginStatus status = mps_->Admit(TaskStem(request.ref()), gpu, limits, &grant);
+    if (!status.ok()) return status;
+    *env = grant.env;
+    return PluginStatus::Ok();
+  }
+
+  // Frees the MPS client place of `ref`, if it had one.
+  void ReleaseMps(const v1::TaskRef& ref) {
+    std::lock_guard lock(mps_mutex_);
+    if (mps_ != nullptr) mps_->Release(TaskStem(ref));
   }
 
   // What CUDA_VISIBLE_DEVICES says for `request` (mutex_ held). A MIG share names its instance's
@@ -384,6 +428,66 @@ class LocalBackend final : public plugin::Plugin {
     return PluginStatus::Ok();
   }
 
+  // Shares the GPUs not in MIG mode as the configuration says: time slices, or MPS with a
+  // control daemon per GPU (started, or adopted from a previous instance). A GPU whose daemon
+  // does not start is offered whole instead, with a warning saying why. Init only.
+  void StartSharing(std::vector<std::string>* warnings) {
+    for (v1::GpuDevice& gpu : *node_.mutable_gpus()) {
+      ShareAsConfigured(config_, &gpu);
+      if (gpu.sharing() == v1::GPU_SHARING_MPS) {
+        if (mps_ == nullptr) {
+          mps::MpsManagerOptions options;
+          options.control_binary = config_.mps_control;
+          options.pipe_root =
+              config_.mps_pipe_dir.empty() ? config_.state_dir + "/mps/pipe" : config_.mps_pipe_dir;
+          options.log_root =
+              config_.mps_log_dir.empty() ? config_.state_dir + "/mps/log" : config_.mps_log_dir;
+          mps_ = std::make_unique<mps::MpsManager>(options);
+        }
+        const PluginStatus started = mps_->StartGpu({gpu.index(), gpu.uuid()});
+        if (!started.ok()) {
+          warnings->push_back(
+              "mps_gpus: GPU " + std::to_string(gpu.index()) +
+              " offered whole: its MPS control daemon did not start: " + started.message);
+          gpu.set_sharing(v1::GPU_SHARING_DEFAULT);
+        }
+      }
+      if (nvidia_ != nullptr) nvidia_->SetSharing(gpu.index(), gpu);
+    }
+  }
+
+  // Stops and reports lost the tasks whose MPS control daemon died (their MPS server went with
+  // it), after the manager restarted it. Every few seconds from the monitor, without mutex_:
+  // a restart waits for the control binary.
+  void CheckMpsDaemons(int64_t now_us) {
+    std::vector<mps::MpsRestart> restarts;
+    {
+      std::lock_guard lock(mps_mutex_);
+      if (mps_ == nullptr) return;
+      restarts = mps_->CheckHealth();
+    }
+    if (restarts.empty()) return;
+    std::lock_guard lock(mutex_);
+    for (const mps::MpsRestart& restart : restarts) {
+      const std::string gpu = "GPU " + std::to_string(restart.gpu);
+      pending_logs_.push_back(
+          "local: the MPS control daemon of " + gpu + " (pid " + std::to_string(restart.old_pid) +
+          ") died; " +
+          (restart.restarted.ok() ? "restarted" : "not restarted: " + restart.restarted.message) +
+          "; " + std::to_string(restart.lost_clients.size()) + " task(s) lost");
+      for (const std::string& client : restart.lost_clients) {
+        for (auto& [key, task] : tasks_) {
+          if (TaskStem(task.record.ref) != client || task.lost) continue;
+          ::kill(-task.record.pgid, SIGKILL);
+          task.lost = true;
+          Report(v1::BackendEvent::TASK_LOST, task.record.ref, 0, now_us,
+                 "the MPS control daemon of " + gpu + " died");
+        }
+      }
+    }
+    wake_.notify_all();
+  }
+
   // Takes back the tasks a previous instance recorded, where the same process still runs.
   void AdoptRecordedTasks() {
     std::vector<std::string> problems;
@@ -423,12 +527,19 @@ class LocalBackend final : public plugin::Plugin {
   }
 
   void MonitorLoop() {
+    SteadyTime next_mps_check = std::chrono::steady_clock::now() + kMpsCheckInterval;
     std::unique_lock lock(mutex_);
     while (true) {
       const bool stopping = stopping_;
       lock.unlock();
       const int64_t now = host().NowUs();
+      if (std::chrono::steady_clock::now() >= next_mps_check) {
+        CheckMpsDaemons(now);
+        next_mps_check = std::chrono::steady_clock::now() + kMpsCheckInterval;
+      }
       lock.lock();
+      for (const v1::TaskRef& ref : mps_releases_) ReleaseMps(ref);
+      mps_releases_.clear();
       CheckTasks(now);
       // Send what is due outside the lock: the host may call back in from emit_event.
       std::vector<v1::BackendEvent> events = std::move(outbox_);
@@ -462,7 +573,9 @@ class LocalBackend final : public plugin::Plugin {
       std::string how = *exit_code == kUnknownExitCode ? "ended; exit status unknown"
                         : *exit_code > 128 ? "killed by signal " + std::to_string(*exit_code - 128)
                                            : "exited with " + std::to_string(*exit_code);
-      Report(v1::BackendEvent::TASK_EXITED, task.record.ref, *exit_code, now_us, how);
+      if (!task.lost)
+        Report(v1::BackendEvent::TASK_EXITED, task.record.ref, *exit_code, now_us, how);
+      ReleaseMps(task.record.ref);
       RemoveTaskRecord(tasks_dir_, task.record.ref);
       it = tasks_.erase(it);
     }
@@ -516,6 +629,11 @@ class LocalBackend final : public plugin::Plugin {
 
   LocalConfig config_;
   std::unique_ptr<NvidiaGpus> nvidia_;  // null without NVML.
+  // The MPS control daemons of mps_gpus; null when there are none. Guarded by mps_mutex_, which
+  // is taken alone (CheckMpsDaemons) or inside mutex_ for a bounded wait (MpsEnvironment), so
+  // a restart of a daemon does not hold up the other calls.
+  std::timed_mutex mps_mutex_;
+  std::unique_ptr<mps::MpsManager> mps_;
   std::string logs_dir_;
   std::string tasks_dir_;
   v1::NodeSpec node_;
@@ -525,6 +643,7 @@ class LocalBackend final : public plugin::Plugin {
   std::map<TaskKey, Task> tasks_;  // running, or ended but not yet reported.
   std::vector<v1::BackendEvent> outbox_;
   std::vector<std::string> pending_logs_;
+  std::vector<v1::TaskRef> mps_releases_;  // launches that failed after their MPS admission.
   bool stopping_ = false;
   std::thread monitor_;
 };

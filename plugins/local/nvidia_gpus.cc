@@ -76,15 +76,13 @@ std::unique_ptr<NvidiaGpus> NvidiaGpus::Open(const LocalConfig& config, std::str
     v1::GpuDevice device = gpu.device;
     const int index = device.index();
     const bool mig = device.sharing() == v1::GPU_SHARING_MIG;
-    if (mig) {
-      device.set_mig_managed(config.mig_managed.Contains(index));
-    } else if (config.time_slice_gpus.Contains(index)) {
-      device.set_sharing(v1::GPU_SHARING_TIME_SLICE);
-      device.set_replicas(static_cast<int32_t>(config.time_slice_replicas));
-    }
-    if (mig && config.time_slice_gpus.indices.count(index)) {
-      warnings->push_back("time_slice_gpus: GPU " + std::to_string(index) +
-                          " is in MIG mode; it is shared by its MIG instances");
+    if (mig) device.set_mig_managed(config.mig_managed.Contains(index));
+    for (const auto& [key, set] : {std::pair{"time_slice_gpus", &config.time_slice_gpus},
+                                   std::pair{"mps_gpus", &config.mps_gpus}}) {
+      if (mig && set->indices.count(index)) {
+        warnings->push_back(std::string(key) + ": GPU " + std::to_string(index) +
+                            " is in MIG mode; it is shared by its MIG instances");
+      }
     }
     if (!mig && config.mig_managed.indices.count(index)) {
       warnings->push_back("mig_managed: GPU " + std::to_string(index) + " is not in MIG mode");
@@ -109,6 +107,12 @@ std::unique_ptr<NvidiaGpus> NvidiaGpus::Open(const LocalConfig& config, std::str
           std::to_string(gpus->devices_.size()) + " GPU(s)" + (listed.empty() ? "" : ": ") + listed;
   gpus->nvml_ = std::move(nvml);
   return gpus;
+}
+
+void NvidiaGpus::SetSharing(int index, const v1::GpuDevice& device) {
+  if (index < 0 || index >= static_cast<int>(devices_.size())) return;
+  devices_[index].set_sharing(device.sharing());
+  devices_[index].set_replicas(device.replicas());
 }
 
 void NvidiaGpus::ApplyLayout(const v1::PartitionLayoutRequest& request,

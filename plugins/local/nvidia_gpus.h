@@ -38,8 +38,13 @@ class NvidiaGpus {
   static std::unique_ptr<NvidiaGpus> Open(const LocalConfig& config, std::string* note,
                                           std::vector<std::string>* warnings);
 
-  // The GPUs as the node's inventory has them, mig_managed set from the configuration.
+  // The GPUs as the node's inventory has them, mig_managed set from the configuration (and the
+  // sharing the backend chose, SetSharing).
   const std::vector<v1::GpuDevice>& devices() const { return devices_; }
+
+  // The form of sharing the backend chose for GPU `index`, not in MIG mode (time slices, MPS:
+  // the configuration's, nothing the driver does).
+  void SetSharing(int index, const v1::GpuDevice& device);
 
   // Shapes GPU request.gpu() to request.layout() (MIG only: other forms need no driver work and
   // are refused here with an error naming the form). The result always says what the GPU has.

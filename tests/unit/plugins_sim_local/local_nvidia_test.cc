@@ -12,11 +12,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/temp_dir.h"
 #include "tessera/plugin/conformance.h"
 #include "tessera/plugin/fake_host.h"
+#include "unit/plugins_common/fake_mps_fixture.h"
 #include "unit/plugins_common/fake_nvml_fixture.h"
 #include "unit/plugins_sim_local/plugin_paths.h"
 
@@ -300,6 +302,79 @@ TEST_CASE("local on NVML: GPU lists in the config are checked, naming the key") 
   status = host->Init(Config(dir, "time_slice_replicas = 1\n"));
   CHECK(status.code == TESSERA_INVALID_ARGUMENT);
   CHECK(status.message.find("time_slice_replicas: must be an integer from 2 to 1000") == 0);
+}
+
+TEST_CASE("local on NVML: an MPS GPU has its control daemon, and each client its limits") {
+  FakeGpus gpus(R"({"gpus": [{"model": "A100-80GB"}, {"model": "A100-80GB"}]})");
+  testing::TempDir dir("local-nvidia");
+  mps::fake::Scratch pipes;  // short paths for the daemons' sockets; kills them at the end.
+  const std::string config =
+      Config(dir, "mps_gpus = 1\nmps_control = " + mps::fake::FakeControlPath() +
+                      "\nmps_pipe_dir = " + pipes.Path("pipe") +
+                      "\nmps_log_dir = " + pipes.Path("log") + "\n");
+  std::unique_ptr<FakeHost> host = Start(config);
+  const v1::NodeSpec node = InventoryOf(*host);
+  CHECK(node.gpus(0).sharing() == v1::GPU_SHARING_DEFAULT);
+  CHECK(node.gpus(1).sharing() == v1::GPU_SHARING_MPS);
+  const std::string pipe_dir = pipes.Path("pipe") + "/gpu1";
+  const pid_t daemon = mps::fake::PidFileOf(pipe_dir);
+  REQUIRE(mps::fake::ProcessRuns(daemon));
+
+  auto share = [](int thread_pct, int64_t memory_mib) {
+    return [=](v1::LaunchTask& launch) {
+      launch.add_gpus(1);
+      launch.mutable_partition()->set_sharing(v1::GPU_SHARING_MPS);
+      launch.mutable_mps()->set_active_thread_pct(thread_pct);
+      launch.mutable_mps()->set_pinned_memory_mib(memory_mib);
+    };
+  };
+  const std::string script =
+      "echo $CUDA_MPS_PIPE_DIRECTORY $CUDA_VISIBLE_DEVICES $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+      "$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT";
+  CHECK(RunTask(*host, dir, 1, script, share(30, 2048)) ==
+        pipe_dir + " " + node.gpus(1).uuid() + " 30 0=2048M\n");
+  CHECK(RunTask(*host, dir, 2, script, share(70, 8192)) ==
+        pipe_dir + " " + node.gpus(1).uuid() + " 70 0=8192M\n");
+
+  SUBCASE("a crashed control daemon is restarted and its tasks are lost") {
+    v1::LaunchTask launch;
+    launch.mutable_ref()->set_job(3);
+    launch.mutable_ref()->set_attempt(1);
+    launch.set_node(kNode);
+    launch.set_cpu_milli(100);
+    launch.set_memory_mib(16);
+    for (const char* arg : {"/bin/sh", "-c", "exec sleep 60"}) launch.add_command(arg);
+    share(50, 1024)(launch);
+    REQUIRE(host->Launch(launch).ok());
+    REQUIRE(
+        host->WaitForEvent(v1::BackendEvent::TASK_STARTED, launch.ref(), std::chrono::seconds(10)));
+    mps::fake::Crash(daemon);
+    const auto lost =
+        host->WaitForEvent(v1::BackendEvent::TASK_LOST, launch.ref(), std::chrono::seconds(15));
+    REQUIRE(lost.has_value());
+    CHECK(lost->message() == "the MPS control daemon of GPU 1 died");
+    const pid_t again = mps::fake::PidFileOf(pipe_dir);
+    CHECK(again != daemon);
+    CHECK(mps::fake::ProcessRuns(again));
+    // The killed task ends without a TASK_EXITED of its own: the host has it as lost.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (const v1::BackendEvent& event : host->events()) {
+      CHECK_FALSE((event.kind() == v1::BackendEvent::TASK_EXITED && event.ref().job() == 3));
+    }
+  }
+  SUBCASE("no control binary: the GPU is offered whole, and the log says why") {
+    host.reset();
+    std::unique_ptr<FakeHost> plain =
+        Start(Config(dir, "mps_gpus = 1\nmps_control = /nonexistent/nvidia-cuda-mps-control\n"));
+    CHECK(InventoryOf(*plain).gpus(1).sharing() == v1::GPU_SHARING_DEFAULT);
+    bool said = false;
+    for (const auto& entry : plain->logs()) {
+      said |= entry.message.find(
+                  "mps_gpus: GPU 1 offered whole: its MPS control daemon did not "
+                  "start: ") != std::string::npos;
+    }
+    CHECK(said);
+  }
 }
 
 TEST_CASE("local on NVML: the conformance kit passes with MIG GPUs") {
