@@ -81,4 +81,8 @@ echo
 echo "== what the task saw"
 cat "$dir"/local/logs/*.log
 echo
+echo "== the GPU's telemetry, read through NVML, in the daemon's /metrics"
+python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+  "$TESSERA_SERVER/metrics" | grep -E '^tessera_gpu_(temperature|utilization|power)' || true
+echo
 echo "Demo done; the daemon's log is $dir/tesserad.log, the fake driver's state $dir/fake-nvml.json."
