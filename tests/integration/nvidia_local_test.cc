@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "integration/fixture.h"
 #include "tessera/plugin_host.h"
@@ -116,6 +117,72 @@ TEST_CASE("nvidia local: a 3g.40gb job re-partitions an H100 of 7 x 1g.10gb and 
   CHECK(ReadText(seen) == big_uuid + "\n");
   // And the driver has it: a 3-slice GPU instance (profile ID 9) with a compute instance.
   CHECK(gpus.Read().find("\"profile_id\": 9") != std::string::npos);
+}
+
+TEST_CASE(
+    "nvidia local: a high-priority 7g.80gb job drains the 1g tasks and runs in the new instance") {
+  ScratchDir dir;
+  FakeNvidiaGpus gpus(dir, kSevenSmall);
+  Options options = LocalOnFakeNvml(dir, "mig_managed = all\n");
+  options.preemption.min_runtime = std::chrono::seconds(0);
+  auto opened = Scheduler::Open(options);
+  REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
+  Scheduler* s = opened->get();
+  std::vector<uint64_t> small;
+  for (int i = 0; i < 7; ++i) {
+    small.push_back(MustSubmit(s, JobSpecBuilder("default")
+                                      .PriorityClass("low")
+                                      .CpuMilli(100)
+                                      .MigProfile("1g.10gb")
+                                      .Command({"/bin/sh", "-c", "exec sleep 60"})
+                                      .Build())
+                        .id());
+  }
+  REQUIRE(WaitUntil([&] {
+    for (uint64_t id : small) {
+      if (MustGet(s, id).status().state() != v1::RUNNING) return false;
+    }
+    return true;
+  }));
+  std::vector<std::string> small_uuids;
+  auto before = s->ListNodes();
+  REQUIRE(before.ok());
+  for (const v1::PartitionInstance& i : (*before)[0].spec().gpus(0).instances()) {
+    small_uuids.push_back(i.uuid());
+  }
+  CHECK(small_uuids.size() == 7);
+  const std::string seen = dir.File("seen");
+  const uint64_t big =
+      MustSubmit(s, JobSpecBuilder("default")
+                        .PriorityClass("high")
+                        .CpuMilli(100)
+                        .MigProfile("7g.80gb")
+                        .Command({"/bin/sh", "-c", "echo $CUDA_VISIBLE_DEVICES > " + seen})
+                        .Build())
+          .id();
+  REQUIRE(WaitUntil([&] { return MustGet(s, big).status().state() == v1::SUCCEEDED; }));
+  // The GPU was re-partitioned to one 7g instance for it, and its task ran in that instance: a
+  // new device, not one of the seven it replaced. (The drained jobs then have it laid out in
+  // 1g instances again.)
+  auto events = s->WatchEvents(0, 10000, std::chrono::milliseconds(0));
+  REQUIRE(events.ok());
+  bool repartitioned = false;
+  for (const v1::Event& e : *events) {
+    repartitioned |=
+        e.kind() == v1::MIG_LAYOUT_CHANGED &&
+        e.reason() == "GPU 0 re-partitioned to 7g.80gb@0 for job " + std::to_string(big);
+  }
+  CHECK(repartitioned);
+  const std::string task_saw = ReadText(seen);
+  CHECK(task_saw.rfind("MIG-", 0) == 0);
+  for (const std::string& uuid : small_uuids) CHECK(task_saw != uuid + "\n");
+  // The low-priority jobs were preempted and wait for 1g instances again.
+  for (uint64_t id : small) {
+    const v1::Job job = MustGet(s, id);
+    CHECK(job.status().preemptions() == 1);
+    CHECK(job.status().state() != v1::FAILED);
+  }
+  for (uint64_t id : small) (void)s->Cancel(id);
 }
 
 TEST_CASE("nvidia local: an XID error read through NVML fails the GPU and requeues its job") {
