@@ -229,6 +229,23 @@ TEST_CASE("local on NVML: a layout that fails midway is rolled back and the resu
         "1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 1g.10gb@4 1g.10gb@5 1g.10gb@6");
   CHECK(result.instances_size() == 7);
 
+  SUBCASE("a host of ABI 1.0 gets the failure as the call's error") {
+    v1::MigLayoutRequest request;
+    request.set_node(kNode);
+    request.set_gpu(1);
+    request.add_layout()->set_profile("7g.80gb");
+    const PluginStatus status = host->ApplyMigLayout(request);
+    CHECK(status.code == TESSERA_FAILED_PRECONDITION);
+    CHECK(status.message == "GPU 1 is not in MIG mode (mig_enable turns it on at start)");
+    request.set_gpu(0);
+    request.clear_layout();
+    for (int start = 0; start < 7; ++start) {
+      v1::MigInstance* m = request.add_layout();
+      m->set_profile("1g.10gb");
+      m->set_start(start);
+    }
+    CHECK(host->ApplyMigLayout(request).ok());  // the layout it has: nothing to do.
+  }
   SUBCASE("a GPU not in MIG mode is refused, and its mode left alone") {
     v1::PartitionLayoutResult refused;
     REQUIRE(host->ApplyPartitionLayout(MigRequest(1, {{"7g.80gb", 0}}), &refused).ok());
