@@ -185,6 +185,43 @@ TEST_CASE(
   for (uint64_t id : small) (void)s->Cancel(id);
 }
 
+TEST_CASE("nvidia local: a time-sliced GPU runs as many tasks at once as it has replicas") {
+  ScratchDir dir;
+  FakeNvidiaGpus gpus(dir, R"({"gpus": [{"model": "A100-80GB"}]})");
+  auto opened =
+      Scheduler::Open(LocalOnFakeNvml(dir, "time_slice_gpus = all\ntime_slice_replicas = 2\n"));
+  REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
+  Scheduler* s = opened->get();
+  std::vector<uint64_t> jobs;
+  for (int i = 0; i < 3; ++i) {
+    const std::string seen = dir.File("seen-" + std::to_string(i));
+    jobs.push_back(
+        MustSubmit(s, JobSpecBuilder("default")
+                          .CpuMilli(100)
+                          .GpuForm(v1::GPU_FORM_TIME_SLICE)
+                          .Command({"/bin/sh", "-c",
+                                    "echo $CUDA_VISIBLE_DEVICES > " + seen + "; exec sleep 60"})
+                          .Build())
+            .id());
+  }
+  auto running = [&] {
+    int n = 0;
+    for (uint64_t id : jobs) n += MustGet(s, id).status().state() == v1::RUNNING ? 1 : 0;
+    return n;
+  };
+  REQUIRE(WaitUntil([&] { return running() == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(running() == 2);  // the third waits for a slice.
+  auto nodes = s->ListNodes();
+  REQUIRE(nodes.ok());
+  const std::string gpu_uuid = (*nodes)[0].spec().gpus(0).uuid();
+  int on_the_gpu = 0;
+  for (int i = 0; i < 3; ++i)
+    on_the_gpu += ReadText(dir.File("seen-" + std::to_string(i))) == gpu_uuid + "\n";
+  CHECK(on_the_gpu == 2);  // both slices name the same GPU.
+  for (uint64_t id : jobs) (void)s->Cancel(id);
+}
+
 TEST_CASE("nvidia local: an XID error read through NVML fails the GPU and requeues its job") {
   ScratchDir dir;
   FakeNvidiaGpus gpus(dir, R"({"gpus": [{"model": "A100-80GB"}]})");
