@@ -368,9 +368,9 @@ class LocalBackend final : public plugin::Plugin {
       return PluginStatus::Ok();
     }
     if (!mps_lock.owns_lock()) {
-      return PluginStatus::Error(TESSERA_UNAVAILABLE,
-                                 "partition: an MPS control daemon of node '" + node_.name() +
-                                     "' is being restarted; try again");
+      return PluginStatus::Error(TESSERA_UNAVAILABLE, "partition: an MPS control daemon of node '" +
+                                                          node_.name() +
+                                                          "' is being restarted; try again");
     }
     mps::MpsGrant grant;
     PluginStatus status = mps_->Admit(TaskStem(request.ref()), gpu, limits, &grant);
