@@ -10,8 +10,8 @@
 // GPUs found through NVML, indices for GPUs found through the CUDA runtime; empty for none,
 // which hides every GPU). Its
 // stdout and stderr go to <state>/logs/<job>-<attempt>-<task>.log, and a record of it
-// (pid, process group, start time) to <state>/tasks/, so that after a restart of the host a new
-// instance adopts it again and Reconcile lists it.
+// (pid, process group, start time) to the journal in <state> (task_journal.h), so that after a
+// restart of the host a new instance adopts it again and Reconcile lists it.
 //
 // A monitor thread (started by Start under a host of ABI 1.1; under one of 1.0, which has no
 // on_start, by the first call after Init) checks the tasks every
@@ -50,6 +50,7 @@
 #include "local_config.h"
 #include "mps/mps_manager.h"
 #include "nvidia_gpus.h"
+#include "task_journal.h"
 #include "task_process.h"
 #include "tessera/plugin/plugin.h"
 
@@ -83,15 +84,12 @@ class LocalBackend final : public plugin::Plugin {
     PluginStatus status = ParseLocalConfig(text, &config_);
     if (status.ok()) status = ResolveMachineDefaults(&config_);
     if (!status.ok()) return status;
-    logs_dir_ = config_.state_dir + "/logs";
-    tasks_dir_ = config_.state_dir + "/tasks";
-    for (const std::string& dir : {logs_dir_, tasks_dir_}) {
-      std::error_code error;
-      std::filesystem::create_directories(dir, error);
-      if (error) {
-        return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
-                                   "state_dir: cannot create " + dir + ": " + error.message());
-      }
+    const std::string dir = config_.state_dir + "/logs";
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                 "state_dir: cannot create " + dir + ": " + error.message());
     }
     node_.set_name(config_.node_name);
     node_.set_cpu_milli(config_.cpu_milli);
@@ -116,8 +114,7 @@ class LocalBackend final : public plugin::Plugin {
                                      std::to_string(node_.cpu_milli()) + " milli-CPU, " +
                                      std::to_string(node_.memory_mib()) + " MiB; " + note);
     for (const std::string& warning : warnings) host().Log(TESSERA_LOG_WARN, "local: " + warning);
-    AdoptRecordedTasks();
-    return PluginStatus::Ok();
+    return AdoptRecordedTasks();
   }
 
   void Shutdown() override { StopMonitor(); }
@@ -182,14 +179,19 @@ class LocalBackend final : public plugin::Plugin {
 
     TaskRecord record;
     record.ref = request.ref();
-    record.log_path = logs_dir_ + "/" + TaskStem(request.ref()) + ".log";
+    record.log_path = config_.state_dir + "/logs/" + TaskStem(request.ref()) + ".log";
     record.started_us = now;
-    const std::vector<std::string> argv(request.command().begin(), request.command().end());
-    status = SpawnTask(argv, env, record.log_path, ExitStatusPath(tasks_dir_, request.ref()),
-                       &record.pid);
+    // Its MPS place, if it took one, is given back by the monitor (which may hold the MPS lock
+    // for a while; a launch does not wait for it).
+    status = journal_->ClaimExitSlot(&record);
     if (!status.ok()) {
-      // Its MPS place, if it took one, is given back by the monitor (which may hold the MPS
-      // lock for a while; a launch does not wait for it).
+      mps_releases_.push_back(request.ref());
+      return status;
+    }
+    const std::vector<std::string> argv(request.command().begin(), request.command().end());
+    status = SpawnTask(argv, env, record.log_path, journal_->ExitStatusPath(record), &record.pid);
+    if (!status.ok()) {
+      journal_->ReleaseExitSlot(record);
       mps_releases_.push_back(request.ref());
       return status;
     }
@@ -198,7 +200,7 @@ class LocalBackend final : public plugin::Plugin {
     if (std::optional<ProcStat> stat = ReadProcStat(record.pid)) {
       record.start_ticks = stat->start_ticks;
     }
-    status = WriteTaskRecord(tasks_dir_, record);
+    status = journal_->Started(record);
     if (!status.ok()) {
       // The task runs; only a restart of the host would lose track of it.
       pending_logs_.push_back("local: task " + TaskStem(record.ref) +
@@ -489,19 +491,24 @@ class LocalBackend final : public plugin::Plugin {
   }
 
   // Takes back the tasks a previous instance recorded, where the same process still runs.
-  void AdoptRecordedTasks() {
-    std::vector<std::string> problems;
-    std::vector<TaskRecord> records = ReadTaskRecords(tasks_dir_, &problems);
-    for (const std::string& path : problems) {
-      host().Log(TESSERA_LOG_WARN, "local: ignoring unreadable task record " + path);
-    }
+  // Errors: INVALID_ARGUMENT when the journal cannot be opened (the state_dir is unusable).
+  PluginStatus AdoptRecordedTasks() {
     std::lock_guard lock(mutex_);
+    std::vector<std::string> problems;
+    std::vector<TaskRecord> records;
+    PluginStatus status = TaskJournal::Open(config_.state_dir, &journal_, &records, &problems);
+    for (const std::string& problem : problems) host().Log(TESSERA_LOG_WARN, "local: " + problem);
+    if (!status.ok()) {
+      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "state_dir: " + status.message);
+    }
     for (TaskRecord& record : records) {
       if (!StillTheSameProcess(record)) {
         host().Log(TESSERA_LOG_INFO, "local: task " + TaskStem(record.ref) + " (pid " +
                                          std::to_string(record.pid) +
                                          ") ended while no instance watched it");
-        RemoveTaskRecord(tasks_dir_, record.ref);
+        if (status = journal_->Ended(record); !status.ok()) {
+          host().Log(TESSERA_LOG_WARN, "local: " + status.message);
+        }
         continue;
       }
       host().Log(TESSERA_LOG_INFO, "local: adopted running task " + TaskStem(record.ref) +
@@ -509,6 +516,7 @@ class LocalBackend final : public plugin::Plugin {
       Task& task = tasks_[KeyOf(record.ref)];
       task.record = std::move(record);
     }
+    return PluginStatus::Ok();
   }
 
   // Whether the recorded pid still names the recorded process (zombies included: they still
@@ -576,7 +584,9 @@ class LocalBackend final : public plugin::Plugin {
       if (!task.lost)
         Report(v1::BackendEvent::TASK_EXITED, task.record.ref, *exit_code, now_us, how);
       ReleaseMps(task.record.ref);
-      RemoveTaskRecord(tasks_dir_, task.record.ref);
+      if (PluginStatus status = journal_->Ended(task.record); !status.ok()) {
+        pending_logs_.push_back("local: task " + TaskStem(task.record.ref) + ": " + status.message);
+      }
       it = tasks_.erase(it);
     }
   }
@@ -605,7 +615,7 @@ class LocalBackend final : public plugin::Plugin {
         return std::nullopt;
       }
     }
-    return ReadExitStatus(ExitStatusPath(tasks_dir_, task.record.ref)).value_or(kUnknownExitCode);
+    return journal_->ExitStatus(task.record).value_or(kUnknownExitCode);
   }
 
   void Report(v1::BackendEvent::Kind kind, const v1::TaskRef& ref, int32_t exit_code,
@@ -634,11 +644,10 @@ class LocalBackend final : public plugin::Plugin {
   // a restart of a daemon does not hold up the other calls.
   std::timed_mutex mps_mutex_;
   std::unique_ptr<mps::MpsManager> mps_;
-  std::string logs_dir_;
-  std::string tasks_dir_;
   v1::NodeSpec node_;
 
   std::mutex mutex_;  // guards everything below.
+  std::unique_ptr<TaskJournal> journal_;
   std::condition_variable wake_;
   std::map<TaskKey, Task> tasks_;  // running, or ended but not yet reported.
   std::vector<v1::BackendEvent> outbox_;

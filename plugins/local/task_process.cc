@@ -12,16 +12,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 namespace tessera::local {
 namespace {
 
-constexpr const char* kRecordSuffix = ".task";
-constexpr const char* kExitStatusSuffix = ".exit";
-
-// $0 is the name ps shows, $1 the exit status file, the rest the command. A trapped signal (not
+// $0 is the name ps shows, $1 the exit status file, the rest the command. The status line goes
+// over the file's first bytes through <> (read-write, neither truncating nor appending), in one
+// write of the printf builtin. A trapped signal (not
 // an ignored one) is reset to its default in the command, and the trap runs only once the
 // foreground command has ended, so the wrapper outlives the command and records how it ended.
 // A signal that reaches the wrapper before the command has started (a stop sent just after the
@@ -31,11 +29,14 @@ constexpr const char* kExitStatusSuffix = ".exit";
 constexpr const char* kWrapperScript =
     "f=$1; shift; early=; trap 'early=143' TERM; trap 'early=130' INT; trap 'early=129' HUP; "
     "if [ -n \"$early\" ]; then code=$early; else \"$@\"; code=$?; fi; "
-    "echo \"$code\" >\"$f\"; exit \"$code\"";
+    "printf '%010d %03d\\n' \"$$\" \"$code\" 1<>\"$f\"; exit \"$code\"";
 
-std::string RecordPath(const std::string& dir, const v1::TaskRef& ref) {
-  return dir + "/" + TaskStem(ref) + kRecordSuffix;
-}
+// The wrapper's line: ten digits of pid, a space, three of status, a newline.
+constexpr size_t kExitLineSize = 15;
+// What ResetExitStatus writes: as long as a status line, so that it covers one whole, and
+// never one itself.
+constexpr const char kNoExitStatus[] = "---------- ---\n";
+static_assert(sizeof(kNoExitStatus) - 1 == kExitLineSize);
 
 // argv[0] as posix_spawnp would find it in the host's PATH, or why it cannot be run.
 std::optional<std::string> FindExecutable(const std::string& command, int* error) {
@@ -88,74 +89,38 @@ std::string TaskStem(const v1::TaskRef& ref) {
          std::to_string(ref.task());
 }
 
-plugin::PluginStatus WriteTaskRecord(const std::string& dir, const TaskRecord& record) {
-  const std::string path = RecordPath(dir, record.ref);
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << "job=" << record.ref.job() << "\nattempt=" << record.ref.attempt()
-        << "\ntask=" << record.ref.task() << "\npid=" << record.pid << "\npgid=" << record.pgid
-        << "\nstart_ticks=" << record.start_ticks << "\nstarted_us=" << record.started_us
-        << "\nlog=" << record.log_path << "\n";
-    if (!out.flush()) {
-      return plugin::PluginStatus::Error(TESSERA_INTERNAL, "cannot write " + temporary);
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+plugin::PluginStatus ResetExitStatus(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
     return plugin::PluginStatus::Error(TESSERA_INTERNAL,
-                                       "cannot rename " + temporary + ": " + std::strerror(errno));
+                                       "cannot open " + path + ": " + std::strerror(errno));
+  }
+  const ssize_t written = ::pwrite(fd, kNoExitStatus, kExitLineSize, 0);
+  const int error = errno;
+  ::close(fd);
+  if (written != static_cast<ssize_t>(kExitLineSize)) {
+    return plugin::PluginStatus::Error(
+        TESSERA_INTERNAL,
+        "cannot write " + path + ": " + (written < 0 ? std::strerror(error) : "short write"));
   }
   return plugin::PluginStatus::Ok();
 }
 
-std::vector<TaskRecord> ReadTaskRecords(const std::string& dir,
-                                        std::vector<std::string>* problems) {
-  std::vector<TaskRecord> records;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    if (entry.path().extension() != kRecordSuffix) continue;
-    std::ifstream in(entry.path());
-    std::map<std::string, std::string> fields;
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t equals = line.find('=');
-      if (equals != std::string::npos) fields[line.substr(0, equals)] = line.substr(equals + 1);
-    }
-    try {
-      TaskRecord record;
-      record.ref.set_job(std::stoull(fields.at("job")));
-      record.ref.set_attempt(std::stoi(fields.at("attempt")));
-      record.ref.set_task(std::stoi(fields.at("task")));
-      record.pid = static_cast<pid_t>(std::stol(fields.at("pid")));
-      record.pgid = static_cast<pid_t>(std::stol(fields.at("pgid")));
-      record.start_ticks = std::stoull(fields.at("start_ticks"));
-      record.started_us = std::stoll(fields.at("started_us"));
-      record.log_path = fields["log"];
-      if (record.pid <= 0 || record.pgid <= 0) throw std::invalid_argument("pid");
-      records.push_back(std::move(record));
-    } catch (const std::exception&) {
-      problems->push_back(entry.path().string());
-    }
+std::optional<int32_t> ReadExitStatus(const std::string& path, pid_t pid) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char line[kExitLineSize];
+  const ssize_t got = ::pread(fd, line, sizeof(line), 0);
+  ::close(fd);
+  if (got != static_cast<ssize_t>(kExitLineSize) || line[10] != ' ' || line[14] != '\n') {
+    return std::nullopt;
   }
-  return records;
-}
-
-void RemoveTaskRecord(const std::string& dir, const v1::TaskRef& ref) {
-  std::remove(RecordPath(dir, ref).c_str());
-  std::remove(ExitStatusPath(dir, ref).c_str());
-}
-
-std::string ExitStatusPath(const std::string& dir, const v1::TaskRef& ref) {
-  return dir + "/" + TaskStem(ref) + kExitStatusSuffix;
-}
-
-std::optional<int32_t> ReadExitStatus(const std::string& path) {
-  std::ifstream in(path);
-  std::string text;
-  if (!std::getline(in, text)) return std::nullopt;
+  int64_t written_pid = 0;
   int32_t code = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), code);
-  if (error != std::errc() || end != text.data() + text.size() || code < 0 || code > 255) {
+  auto [pid_end, pid_error] = std::from_chars(line, line + 10, written_pid);
+  auto [code_end, code_error] = std::from_chars(line + 11, line + 14, code);
+  if (pid_error != std::errc() || pid_end != line + 10 || code_error != std::errc() ||
+      code_end != line + 14 || written_pid != pid || code < 0 || code > 255) {
     return std::nullopt;
   }
   return code;
@@ -194,8 +159,6 @@ plugin::PluginStatus SpawnTask(const std::vector<std::string>& argv,
                                                                      : TESSERA_INTERNAL,
         "command[0]: cannot execute '" + argv[0] + "': " + std::strerror(missing));
   }
-  std::remove(exit_status_path.c_str());  // a stale one would be read as this task's.
-
   // Open the log here first, so that an unwritable path is reported as such rather than as a
   // failed spawn.
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -1,6 +1,6 @@
-// Processes of the local backend's tasks: starting one in its own process group, reading
-// /proc/<pid>/stat, and the record each task leaves in <state>/tasks/ so that a restarted host
-// finds it again.
+// Processes of the local backend's tasks: starting one in its own process group under a small
+// wrapper, reading /proc/<pid>/stat, and the exit status file the wrapper writes. Where the
+// records and those files live is task_journal.h's business.
 //
 // A pid alone does not name a process across a restart (pids are reused), so a record also
 // keeps the process's start time from /proc/<pid>/stat (clock ticks since boot); a process
@@ -8,10 +8,13 @@
 //
 // Only a process's parent can read its exit status, and after a restart of the host the task's
 // parent is gone. So the task's first process is a small /bin/sh wrapper that runs the command
-// in the foreground, writes its exit status to <stem>.exit beside the record, and exits with
-// it: whoever watches the task then knows how it ended, parent or not. The wrapper traps
-// SIGTERM, SIGINT and SIGHUP only to outlive the command (the command gets them at their
-// defaults); SIGKILL ends it before it can write, and the status is then unknown.
+// in the foreground, writes its exit status to a file, and exits with it: whoever watches the
+// task then knows how it ended, parent or not. The file is written in place (no truncation, no
+// new inode when it exists) with one fixed-width line, "<pid> <status>\n" as "%010d %03d\n", so
+// that each write covers the last one whole and the file can be reused task after task; the
+// pid (the wrapper's, which is the task's) tells this task's line from a former occupant's.
+// The wrapper traps SIGTERM, SIGINT and SIGHUP only to outlive the command (the command gets
+// them at their defaults); SIGKILL ends it before it can write, and the status is then unknown.
 #pragma once
 
 #include <sys/types.h>
@@ -31,25 +34,19 @@ struct TaskRecord {
   pid_t pgid = 0;
   uint64_t start_ticks = 0;  // /proc/<pid>/stat field 22.
   int64_t started_us = 0;    // host clock at launch.
+  int exit_slot = 0;         // which exit status file (task_journal.h).
   std::string log_path;
 };
 
-// "<job>-<attempt>-<task>", the stem of a task's log and record file names.
+// "<job>-<attempt>-<task>", the stem of a task's log file name.
 std::string TaskStem(const v1::TaskRef& ref);
 
-// Writes <dir>/<stem>.task atomically (write, then rename). Not fsynced: a record matters only
-// while its process lives, and a machine crash ends both.
-plugin::PluginStatus WriteTaskRecord(const std::string& dir, const TaskRecord& record);
-// Every record in `dir`; unreadable ones are skipped and named in *problems.
-std::vector<TaskRecord> ReadTaskRecords(const std::string& dir, std::vector<std::string>* problems);
-// Removes the record and the exit status file of `ref`.
-void RemoveTaskRecord(const std::string& dir, const v1::TaskRef& ref);
-
-// <dir>/<stem>.exit, where the wrapper writes the task's exit status.
-std::string ExitStatusPath(const std::string& dir, const v1::TaskRef& ref);
-// The exit status the wrapper wrote to `path`: the command's exit code, or 128 + N when a signal
-// N ended it. Nothing when there is no such file or it does not hold a number.
-std::optional<int32_t> ReadExitStatus(const std::string& path);
+// Makes `path` hold a line no wrapper writes (creating it when missing), so that the next
+// task's status is not confused with what was there. Errors: INTERNAL.
+plugin::PluginStatus ResetExitStatus(const std::string& path);
+// The exit status the wrapper of process `pid` wrote to `path`: the command's exit code, or
+// 128 + N when a signal N ended it. Nothing when the file holds no status of that pid.
+std::optional<int32_t> ReadExitStatus(const std::string& path, pid_t pid);
 
 struct ProcStat {
   char state = '?';  // R, S, D, Z (zombie), X (dead), ...

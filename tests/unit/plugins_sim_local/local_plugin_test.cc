@@ -1,12 +1,15 @@
 // The local backend (plugins/local) loaded from its shared object and driven through the ABI by
 // the SDK's FakeHost: real child processes (exit codes, stop with grace, SIGKILL after it, logs,
-// environment), adoption of running tasks by a new instance after a restart, GPU discovery
+// environment), the task journal and its exit status files (no file
+// created per task but the log), adoption of running tasks by a new instance after a restart
+// (from the journal, and from the layout before it), GPU discovery
 // through a fake CUDA runtime and through the real one (no GPU here: a CPU-only node), config
 // errors, and the conformance kit.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +115,20 @@ bool AwaitText(const std::string& path, const std::string& needle) {
   return false;
 }
 
+// Every regular file under the state directory, relative to it, sorted.
+std::vector<std::string> StateFiles(const testing::TempDir& dir) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (entry.is_regular_file()) {
+      files.push_back(std::filesystem::relative(entry.path(), dir.path()).string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string Journal(const testing::TempDir& dir) { return ReadFile(dir.File("tasks.journal")); }
+
 std::vector<uint64_t> LiveJobs(FakeHost& host) {
   v1::LiveTasks live;
   REQUIRE(host.Reconcile(&live).ok());
@@ -120,7 +137,7 @@ std::vector<uint64_t> LiveJobs(FakeHost& host) {
   return jobs;
 }
 
-TEST_CASE("local: a task's exit code is reported, its log written, its record removed") {
+TEST_CASE("local: a task's exit code is reported, its log written, its record ended") {
   testing::TempDir dir("local-plugin");
   std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
   REQUIRE(host->Launch(Shell(1, "echo to-stdout; echo to-stderr >&2; exit 3")).ok());
@@ -134,7 +151,10 @@ TEST_CASE("local: a task's exit code is reported, its log written, its record re
   CHECK(log.find("to-stdout") != std::string::npos);
   CHECK(log.find("to-stderr") != std::string::npos);
   CHECK(LiveJobs(*host).empty());
-  CHECK(std::filesystem::is_empty(dir.path() / "tasks"));
+  // Its start and end in the journal, its status in a reusable slot file: only the log is its.
+  CHECK(StateFiles(dir) ==
+        std::vector<std::string>{"exit-status/0", "logs/1-1-0.log", "tasks.journal"});
+  CHECK(Journal(dir).find("end 1 1 0\n") != std::string::npos);
   v1::BackendEvents polled;
   REQUIRE(host->PollEvents(&polled).ok());  // everything came through emit_event.
   CHECK(polled.events_size() == 0);
@@ -230,7 +250,7 @@ TEST_CASE("local: after a restart a new instance finds the running task and can 
   AwaitStarted(*first, 7);
   REQUIRE(AwaitText(LogPath(dir, 7), "ready"));
   first.reset();  // shuts the instance down and unloads the library; the task keeps running.
-  REQUIRE(std::filesystem::exists(dir.path() / "tasks" / "7-1-0.task"));
+  REQUIRE(Journal(dir).find("start 7 1 0 ") != std::string::npos);
 
   std::unique_ptr<FakeHost> second = StartLocal(Config(dir));
   CHECK(LiveJobs(*second) == std::vector<uint64_t>{7});
@@ -239,7 +259,8 @@ TEST_CASE("local: after a restart a new instance finds the running task and can 
   // the real status; a host that restarted as a new process would see -1 (unknown).
   CHECK(ExitCodeOf(*second, 7) == 143);
   CHECK(LiveJobs(*second).empty());
-  CHECK(std::filesystem::is_empty(dir.path() / "tasks"));
+  second.reset();
+  CHECK(LiveJobs(*StartLocal(Config(dir))).empty());  // the end was journaled.
 }
 
 // A host process that launches tasks and dies without shutting down: the tasks are orphaned, so
@@ -283,21 +304,163 @@ TEST_CASE("local: a task adopted from a host process that died is reported with 
   REQUIRE(host->Stop(StopOf(13, 0)).ok());
   CHECK(ExitCodeOf(*host, 13) == -1);
   CHECK(LiveJobs(*host).empty());
-  CHECK(std::filesystem::is_empty(dir.path() / "tasks"));  // records and status files removed.
+  host.reset();
+  CHECK(LiveJobs(*StartLocal(Config(dir))).empty());  // every end journaled.
 }
 
 TEST_CASE("local: a record whose pid now names another process is dropped") {
   testing::TempDir dir("local-plugin");
-  std::filesystem::create_directories(dir.path() / "tasks");
-  {
-    // This test process: alive, but not started at tick 1.
-    std::ofstream record(dir.File("tasks/8-1-0.task"));
-    record << "job=8\nattempt=1\ntask=0\npid=" << ::getpid() << "\npgid=" << ::getpid()
-           << "\nstart_ticks=1\nstarted_us=0\nlog=/dev/null\n";
-  }
+  // This test process: alive, but not started at tick 1.
+  std::ofstream(dir.File("tasks.journal"))
+      << "start 8 1 0 " << ::getpid() << " " << ::getpid() << " 1 0 0 /dev/null\n";
   std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
   CHECK(LiveJobs(*host).empty());
-  CHECK_FALSE(std::filesystem::exists(dir.path() / "tasks" / "8-1-0.task"));
+  CHECK(Journal(dir).find("end 8 1 0\n") != std::string::npos);
+}
+
+// The tasks of a host process that died, adopted by a new instance that launches tasks of its
+// own meanwhile: those must not take the adopted tasks' exit status slots, where a reset or a
+// status written at the wrong moment would be read as the adopted task's. All five run at once
+// and end together, and the files show a slot for each.
+TEST_CASE("local: new tasks leave the exit status slots of adopted tasks alone") {
+  testing::TempDir dir("local-plugin");
+  const std::string go = dir.File("go");
+  const pid_t crashed_host = ::fork();
+  REQUIRE(crashed_host >= 0);
+  if (crashed_host == 0) {
+    std::unique_ptr<FakeHost> host;
+    if (!FakeHost::Open(testing::PluginPath("local"), &host).ok()) ::_exit(2);
+    if (!host->Init(Config(dir)).ok()) ::_exit(3);
+    for (uint64_t job : {10, 11}) {
+      if (!host->Launch(Shell(job, "while [ ! -e " + go + " ]; do sleep 0.02; done; exit " +
+                                       std::to_string(job - 5)))
+               .ok() ||
+          !host->WaitForEvent(v1::BackendEvent::TASK_STARTED, Ref(job), kEventTimeout)) {
+        ::_exit(4);
+      }
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(crashed_host, &status, 0) == crashed_host);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  REQUIRE(LiveJobs(*host) == std::vector<uint64_t>{10, 11});
+  for (uint64_t job : {20, 21, 22}) {
+    REQUIRE(
+        host->Launch(Shell(job, "while [ ! -e " + go + " ]; do sleep 0.02; done; exit 1")).ok());
+    AwaitStarted(*host, job);
+  }
+  std::ofstream(go).put('\n');        // all five end together.
+  CHECK(ExitCodeOf(*host, 10) == 5);  // not our children: read from their slots.
+  CHECK(ExitCodeOf(*host, 11) == 6);
+  for (uint64_t job : {20, 21, 22}) CHECK(ExitCodeOf(*host, job) == 1);
+  CHECK(StateFiles(dir) ==
+        std::vector<std::string>{"exit-status/0", "exit-status/1", "exit-status/2", "exit-status/3",
+                                 "exit-status/4", "go", "logs/10-1-0.log", "logs/11-1-0.log",
+                                 "logs/20-1-0.log", "logs/21-1-0.log", "logs/22-1-0.log",
+                                 "tasks.journal"});
+}
+
+// 300 short tasks beside a long one: without a rewrite the journal would hold 601 lines.
+TEST_CASE("local: the journal is rewritten as tasks end, and still finds the live ones") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  REQUIRE(host->Launch(Shell(1, "exec sleep 30")).ok());
+  AwaitStarted(*host, 1);
+  for (uint64_t batch = 0; batch < 30; ++batch) {
+    for (uint64_t job = 100 + batch * 10; job < 110 + batch * 10; ++job) {
+      REQUIRE(host->Launch(Shell(job, "true")).ok());
+    }
+    for (uint64_t job = 100 + batch * 10; job < 110 + batch * 10; ++job) {
+      CHECK(ExitCodeOf(*host, job) == 0);
+    }
+  }
+  const std::string journal = Journal(dir);
+  CHECK(std::count(journal.begin(), journal.end(), '\n') < 300);
+  CHECK(journal.find("start 1 1 0 ") != std::string::npos);
+  host.reset();
+  std::unique_ptr<FakeHost> second = StartLocal(Config(dir));
+  CHECK(LiveJobs(*second) == std::vector<uint64_t>{1});
+  REQUIRE(second->Stop(StopOf(1, 0)).ok());
+  CHECK(ExitCodeOf(*second, 1) == 137);
+}
+
+// A host that died in the middle of a journal write leaves a line without its newline. The next
+// instance ignores it, and the lines it appends are not glued to it.
+TEST_CASE("local: a torn last journal line is ignored, and what follows is read") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> first = StartLocal(Config(dir));
+  REQUIRE(first->Launch(Shell(7, "exec sleep 30")).ok());
+  AwaitStarted(*first, 7);
+  first.reset();
+  REQUIRE(std::filesystem::exists(dir.File("tasks.journal")));
+  std::ofstream(dir.File("tasks.journal"), std::ios::app) << "start 99 1 0 12";
+
+  std::unique_ptr<FakeHost> second = StartLocal(Config(dir));
+  CHECK(LiveJobs(*second) == std::vector<uint64_t>{7});
+  bool warned = false;
+  for (const FakeHost::LogEntry& entry : second->logs()) {
+    warned |= entry.level == TESSERA_LOG_WARN &&
+              entry.message.find("unfinished last line 'start 99 1 0 12'") != std::string::npos;
+  }
+  CHECK(warned);
+  REQUIRE(second->Launch(Shell(8, "exec sleep 30")).ok());
+  AwaitStarted(*second, 8);
+  second.reset();
+
+  std::unique_ptr<FakeHost> third = StartLocal(Config(dir));
+  CHECK(LiveJobs(*third) == std::vector<uint64_t>{7, 8});
+  for (uint64_t job : {7, 8}) {
+    REQUIRE(third->Stop(StopOf(job, 0)).ok());
+    CHECK(ExitCodeOf(*third, job) == 137);
+  }
+}
+
+// A task started by a version of this backend from before the journal (a record in tasks/, its
+// wrapper writing the status to tasks/<stem>.exit) is adopted after an upgrade, and reported
+// with the status that old wrapper wrote. The stand-in for it is a process this test orphans.
+TEST_CASE("local: a task recorded in the layout before the journal is adopted, status and all") {
+  testing::TempDir dir("local-plugin");
+  std::filesystem::create_directories(dir.path() / "tasks");
+  const std::string go = dir.File("go");
+  const std::string exit_file = dir.File("tasks/9-1-0.exit");
+  const std::string pid_file = dir.File("pid");
+  const pid_t parent = ::fork();
+  REQUIRE(parent >= 0);
+  if (parent == 0) {
+    // The old wrapper's last steps, in a process of its own group that this test is not the
+    // parent of once `parent` has exited.
+    const std::string script = "echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " +
+                               pid_file + "; while [ ! -e " + go +
+                               " ]; do sleep 0.02; done; echo 4 > " + exit_file + "; exit 4";
+    if (::fork() == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::_exit(0);
+  }
+  REQUIRE(::waitpid(parent, nullptr, 0) == parent);
+  REQUIRE(AwaitText(pid_file, "\n"));
+  const pid_t pid = static_cast<pid_t>(std::stol(ReadFile(pid_file)));
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::vector<std::string> f;
+  for (std::string field; fields >> field;) f.push_back(field);
+  REQUIRE(f.size() > 19);
+  std::ofstream(dir.File("tasks/9-1-0.task"))
+      << "job=9\nattempt=1\ntask=0\npid=" << pid << "\npgid=" << pid << "\nstart_ticks=" << f[19]
+      << "\nstarted_us=0\nlog=/dev/null\n";
+
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  CHECK(LiveJobs(*host) == std::vector<uint64_t>{9});
+  CHECK_FALSE(std::filesystem::exists(dir.File("tasks/9-1-0.task")));  // journaled instead.
+  std::ofstream(go).put('\n');
+  CHECK(ExitCodeOf(*host, 9) == 4);
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "tasks"));
 }
 
 TEST_CASE("local: bad launches are rejected alone, for good, naming the field") {
