@@ -55,7 +55,7 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
   plugin::KeyValueConfig kv;
   plugin::PluginStatus status = plugin::KeyValueConfig::Parse(
       text,
-      {"node_name", "state_dir", "cpu_milli", "memory_mib", "poll_interval_ms",
+      {"node_name", "state_dir", "cpu_milli", "memory_mib", "poll_interval_ms", "task_logs",
        "cuda_runtime_library", "cuda_driver_library", "nvml_library", "mig_managed", "mig_enable",
        "time_slice_gpus", "time_slice_replicas", "mps_gpus", "mps_control", "mps_pipe_dir",
        "mps_log_dir"},
@@ -67,6 +67,21 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
   if (status.ok()) status = kv.Integer("memory_mib", int64_t{1}, kUnbounded, &config->memory_mib);
   if (status.ok()) {
     status = kv.Integer("poll_interval_ms", int64_t{1}, kUnbounded, &config->poll_interval_ms);
+  }
+  std::string task_logs;
+  if (status.ok()) status = kv.String("task_logs", &task_logs);
+  if (status.ok() && !task_logs.empty()) {
+    if (task_logs == "per_task") {
+      config->task_logs = TaskLogs::kPerTask;
+    } else if (task_logs == "shared") {
+      config->task_logs = TaskLogs::kShared;
+    } else if (task_logs == "none") {
+      config->task_logs = TaskLogs::kNone;
+    } else {
+      status = plugin::PluginStatus::Error(
+          TESSERA_INVALID_ARGUMENT,
+          "task_logs: must be per_task, shared or none, got '" + task_logs + "'");
+    }
   }
   if (status.ok()) {
     status = kv.String("cuda_runtime_library", &config->cuda_runtime_library, true);
@@ -100,6 +115,18 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
     }
   }
   return status;
+}
+
+std::string TaskLogPath(const LocalConfig& config, const std::string& stem) {
+  switch (config.task_logs) {
+    case TaskLogs::kPerTask:
+      return config.state_dir + "/logs/" + stem + ".log";
+    case TaskLogs::kShared:
+      return config.state_dir + "/logs/tasks.log";
+    case TaskLogs::kNone:
+      break;
+  }
+  return "/dev/null";
 }
 
 void ShareAsConfigured(const LocalConfig& config, v1::GpuDevice* gpu) {

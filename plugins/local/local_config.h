@@ -2,10 +2,11 @@
 //
 //   # comments and blank lines are ignored; spaces around keys and values are trimmed.
 //   node_name = gpu-box-1               # default: the host name
-//   state_dir = /var/lib/tessera/local  # default: ./var/local-plugin (logs/ and tasks/ inside)
+//   state_dir = /var/lib/tessera/local  # default: ./var/local-plugin (task records and logs/)
 //   cpu_milli = 32000                   # default: online CPUs x 1000
 //   memory_mib = 128000                 # default: MemTotal of /proc/meminfo
 //   poll_interval_ms = 100              # how often running tasks are checked; default 100
+//   task_logs = per_task                # per_task (default), shared or none; see TaskLogs
 //   cuda_runtime_library = /opt/cuda/lib64/libcudart.so.12  # default: the usual sonames
 //   cuda_driver_library = /usr/lib/x86_64-linux-gnu/libcuda.so.1  # default: libcuda.so.1
 //   nvml_library = libnvidia-ml.so.1    # default; "none" = find GPUs through CUDA only
@@ -33,6 +34,14 @@
 
 namespace tessera::local {
 
+// Where tasks' stdout and stderr go. A file per task is a new inode per task, which a storm of
+// short tasks pays for on a disk filesystem (task_journal.h); shared and none create none.
+enum class TaskLogs {
+  kPerTask,  // <state_dir>/logs/<job>-<attempt>-<task>.log, one per task, kept.
+  kShared,   // <state_dir>/logs/tasks.log, appended to by every task (lines interleave).
+  kNone,     // /dev/null.
+};
+
 // A set of GPUs named by index in the configuration.
 struct GpuSet {
   bool all = false;
@@ -49,6 +58,8 @@ struct LocalConfig {
   int64_t poll_interval_ms = 100;    // lower = faster exit reports, more wake-ups.
   std::string cuda_runtime_library;  // empty = try libcudart.so, .so.13, .so.12, .so.11.0.
   std::string cuda_driver_library;   // empty = libcuda.so.1 (only for GPU names and memory).
+  // The default, a file per task, is the easiest to read, and an inode per task.
+  TaskLogs task_logs = TaskLogs::kPerTask;
   std::string nvml_library = "libnvidia-ml.so.1";  // "none" = do not use NVML.
   GpuSet mig_managed;      // MIG layouts the scheduler may change (GpuDevice.mig_managed).
   GpuSet mig_enable;       // MIG mode turned on at start where it is off (may need a reset).
@@ -66,6 +77,9 @@ void ShareAsConfigured(const LocalConfig& config, v1::GpuDevice* gpu);
 
 // Parses `text` into `config` (fields not mentioned keep their defaults).
 plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* config);
+
+// The file a task's stdout and stderr are appended to; `stem` is TaskStem of its TaskRef.
+std::string TaskLogPath(const LocalConfig& config, const std::string& stem);
 
 // Fills what the config left to the machine: host name, CPUs, memory.
 plugin::PluginStatus ResolveMachineDefaults(LocalConfig* config);

@@ -9,7 +9,7 @@
 // CUDA_VISIBLE_DEVICES (the devices of the task: MIG-<uuid> for a MIG instance, GPU-<uuid> for
 // GPUs found through NVML, indices for GPUs found through the CUDA runtime; empty for none,
 // which hides every GPU). Its
-// stdout and stderr go to <state>/logs/<job>-<attempt>-<task>.log, and a record of it
+// stdout and stderr go where task_logs says (a file per task by default), and a record of it
 // (pid, process group, start time) to the journal in <state> (task_journal.h), so that after a
 // restart of the host a new instance adopts it again and Reconcile lists it.
 //
@@ -84,7 +84,9 @@ class LocalBackend final : public plugin::Plugin {
     PluginStatus status = ParseLocalConfig(text, &config_);
     if (status.ok()) status = ResolveMachineDefaults(&config_);
     if (!status.ok()) return status;
-    const std::string dir = config_.state_dir + "/logs";
+    // logs/ (with state_dir itself) only where task_logs puts logs there.
+    const std::string dir =
+        config_.state_dir + (config_.task_logs == TaskLogs::kNone ? "" : "/logs");
     std::error_code error;
     std::filesystem::create_directories(dir, error);
     if (error) {
@@ -179,7 +181,7 @@ class LocalBackend final : public plugin::Plugin {
 
     TaskRecord record;
     record.ref = request.ref();
-    record.log_path = config_.state_dir + "/logs/" + TaskStem(request.ref()) + ".log";
+    record.log_path = TaskLogPath(config_, TaskStem(request.ref()));
     record.started_us = now;
     // Its MPS place, if it took one, is given back by the monitor (which may hold the MPS lock
     // for a while; a launch does not wait for it).

@@ -1,6 +1,6 @@
 // The local backend (plugins/local) loaded from its shared object and driven through the ABI by
 // the SDK's FakeHost: real child processes (exit codes, stop with grace, SIGKILL after it, logs,
-// environment), the task journal and its exit status files (no file
+// environment), where logs go (task_logs), the task journal and its exit status files (no file
 // created per task but the log), adoption of running tasks by a new instance after a restart
 // (from the journal, and from the layout before it), GPU discovery
 // through a fake CUDA runtime and through the real one (no GPU here: a CPU-only node), config
@@ -364,10 +364,40 @@ TEST_CASE("local: new tasks leave the exit status slots of adopted tasks alone")
                                  "tasks.journal"});
 }
 
+TEST_CASE("local: task_logs = none leaves no file per task in the state directory") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir, "task_logs = none"));
+  // 40 tasks, at most 4 at a time: the exit status slots are as many as ran at once.
+  for (uint64_t batch = 0; batch < 10; ++batch) {
+    for (uint64_t job = batch * 4 + 1; job <= batch * 4 + 4; ++job) {
+      REQUIRE(host->Launch(Shell(job, "echo nowhere; exit 2")).ok());
+    }
+    for (uint64_t job = batch * 4 + 1; job <= batch * 4 + 4; ++job) {
+      CHECK(ExitCodeOf(*host, job) == 2);
+    }
+  }
+  CHECK(StateFiles(dir) == std::vector<std::string>{"exit-status/0", "exit-status/1",
+                                                    "exit-status/2", "exit-status/3",
+                                                    "tasks.journal"});
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "logs"));
+}
+
+TEST_CASE("local: task_logs = shared appends every task's output to one file") {
+  testing::TempDir dir("local-plugin");
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir, "task_logs = shared"));
+  for (uint64_t job : {1, 2, 3}) {
+    REQUIRE(host->Launch(Shell(job, "echo from-$TESSERA_JOB")).ok());
+    CHECK(ExitCodeOf(*host, job) == 0);
+  }
+  CHECK(ReadFile(dir.File("logs/tasks.log")) == "from-1\nfrom-2\nfrom-3\n");
+  CHECK(StateFiles(dir) ==
+        std::vector<std::string>{"exit-status/0", "logs/tasks.log", "tasks.journal"});
+}
+
 // 300 short tasks beside a long one: without a rewrite the journal would hold 601 lines.
 TEST_CASE("local: the journal is rewritten as tasks end, and still finds the live ones") {
   testing::TempDir dir("local-plugin");
-  std::unique_ptr<FakeHost> host = StartLocal(Config(dir));
+  std::unique_ptr<FakeHost> host = StartLocal(Config(dir, "task_logs = none"));
   REQUIRE(host->Launch(Shell(1, "exec sleep 30")).ok());
   AwaitStarted(*host, 1);
   for (uint64_t batch = 0; batch < 30; ++batch) {
@@ -382,7 +412,7 @@ TEST_CASE("local: the journal is rewritten as tasks end, and still finds the liv
   CHECK(std::count(journal.begin(), journal.end(), '\n') < 300);
   CHECK(journal.find("start 1 1 0 ") != std::string::npos);
   host.reset();
-  std::unique_ptr<FakeHost> second = StartLocal(Config(dir));
+  std::unique_ptr<FakeHost> second = StartLocal(Config(dir, "task_logs = none"));
   CHECK(LiveJobs(*second) == std::vector<uint64_t>{1});
   REQUIRE(second->Stop(StopOf(1, 0)).ok());
   CHECK(ExitCodeOf(*second, 1) == 137);
@@ -512,6 +542,8 @@ TEST_CASE("local: a bad config is INVALID_ARGUMENT naming the key") {
       {"node_name =", "node_name: must not be empty"},
       {"# fine\n\nnodename = x", "config line 3: unknown key 'nodename'"},
       {"just words", "config line 1: expected key = value, got 'just words'"},
+      {"task_logs = sometimes", "task_logs: must be per_task, shared or none, got 'sometimes'"},
+      {"task_logs =", "task_logs: must not be empty"},
       {"state_dir = /proc/no/such/place", "state_dir: cannot create /proc/no/such/place/logs"},
   };
   for (const Case& c : cases) {
