@@ -124,4 +124,18 @@ struct PreemptFlags {
 };
 int RunPreempt(const PreemptFlags& flags);
 
+// local-launch: J `true` jobs through the scheduler onto one node of the local backend with S
+// slots, its state directory on the filesystem under test (local_launch_bench.cc).
+struct LocalLaunchFlags {
+  CommonFlags common;
+  std::string state_dir;         // required; kept between runs, so drift shows.
+  std::string plugin = "local";  // a name in the build's plugins directory, or a .so path.
+  int jobs = 2000;
+  int slots = 8;
+  int poll_ms = 1;                     // the backend's poll_interval_ms.
+  std::string task_logs;               // empty: the backend's default (and the key left out).
+  std::string store_dir = "/dev/shm";  // the scheduler's store (not durable), off the disk.
+};
+int RunLocalLaunch(const LocalLaunchFlags& flags);
+
 }  // namespace tessera::bench

@@ -9,6 +9,7 @@
 //   tessera-bench openb --trace default --policy fgd --seeds 10
 //   tessera-bench timeline --trace default --nodes gpu_node --policy binpack
 //   tessera-bench churn --nodes 1000 --rate 500 --seconds 20
+//   tessera-bench local-launch --state-dir /var/tmp/local-state --jobs 2000 --repeat 5
 //
 // Results: one JSON object per line on stdout; a short table and progress on stderr.
 
@@ -190,6 +191,35 @@ int Main(int argc, char** argv) {
                       "before each run, a decide run on the same cluster and store settings; "
                       "reports decide_ratio");
 
+  LocalLaunchFlags local_launch;
+  CLI::App* local_launch_cmd = app.add_subcommand(
+      "local-launch", "short tasks through the local backend: launches/s on one S-slot node");
+  AddCommonFlags(local_launch_cmd, &local_launch.common);
+  local_launch_cmd
+      ->add_option("--state-dir", local_launch.state_dir,
+                   "the backend's state_dir, on the filesystem to measure (kept between runs)")
+      ->required();
+  local_launch_cmd
+      ->add_option("--plugin", local_launch.plugin,
+                   "the backend: a name in the build's plugins directory, or a .so path")
+      ->capture_default_str();
+  local_launch_cmd->add_option("--jobs", local_launch.jobs, "jobs of one `true` task each")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  local_launch_cmd->add_option("--slots", local_launch.slots, "tasks the node runs at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  local_launch_cmd->add_option("--poll-ms", local_launch.poll_ms, "the backend's poll_interval_ms")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  local_launch_cmd->add_option("--task-logs", local_launch.task_logs,
+                               "the backend's task_logs (per_task, shared, none); unset: its "
+                               "default, and the key left out");
+  local_launch_cmd
+      ->add_option("--store-dir", local_launch.store_dir,
+                   "where the scheduler's store goes (not durable)")
+      ->capture_default_str();
+
   // The child half of `recover`; an empty group hides it from --help.
   RecoverMeasureFlags measure;
   CLI::App* measure_cmd =
@@ -228,6 +258,7 @@ int Main(int argc, char** argv) {
   if (recover_cmd->parsed()) return RunRecover(recover);
   if (timeline_cmd->parsed()) return RunTimeline(timeline);
   if (churn_cmd->parsed()) return RunChurn(churn);
+  if (local_launch_cmd->parsed()) return RunLocalLaunch(local_launch);
   if (measure_cmd->parsed()) return RunRecoverMeasure(measure);
   if (openb_cmd->parsed()) return RunOpenb(openb);
   return 1;
