@@ -348,21 +348,32 @@ inline tessera_plugin_descriptor DescribeCalls(uint32_t kinds) {
   return d;
 }
 
-// The descriptor of plugin class T; one per plugin library.
-template <typename T>
-const tessera_plugin_descriptor* Describe(const char* name, const char* version, uint32_t kinds) {
+// The descriptor of the plugin `Make` makes; one per plugin library.
+template <std::unique_ptr<Plugin> (*Make)(Host)>
+const tessera_plugin_descriptor* DescribeMade(const char* name, const char* version,
+                                             uint32_t kinds) {
   static const tessera_plugin_descriptor descriptor = [&] {
     tessera_plugin_descriptor d = DescribeCalls(kinds);
     d.name = name;
     d.version = version;
     d.tessera_plugin_on_init = [](const tessera_host_api* host, tessera_bytes config,
                                   tessera_plugin_instance** out, tessera_sink* error) {
-      return InitInstance(host, config, out, error,
-                          [](Host h) -> std::unique_ptr<Plugin> { return std::make_unique<T>(h); });
+      return InitInstance(host, config, out, error, Make);
     };
     return d;
   }();
   return &descriptor;
+}
+
+template <typename T>
+std::unique_ptr<Plugin> MakeInstanceOf(Host host) {
+  return std::make_unique<T>(host);
+}
+
+// The descriptor of plugin class T; one per plugin library.
+template <typename T>
+const tessera_plugin_descriptor* Describe(const char* name, const char* version, uint32_t kinds) {
+  return DescribeMade<&MakeInstanceOf<T>>(name, version, kinds);
 }
 
 }  // namespace detail
@@ -374,4 +385,14 @@ const tessera_plugin_descriptor* Describe(const char* name, const char* version,
   extern "C" __attribute__((visibility("default"))) const tessera_plugin_descriptor* \
   tessera_plugin_entry(void) {                                                       \
     return ::tessera::plugin::detail::Describe<Class>(name, version, kinds);         \
+  }
+
+// The same for a plugin made by `factory`, a function `std::unique_ptr<tessera::plugin::Plugin>
+// (tessera::plugin::Host)` with external linkage: for a plugin class that takes more than the
+// host (seams its own tests fill in, as a linked plugin; the shared object's factory fills them
+// with the real things).
+#define TESSERA_PLUGIN_FACTORY(factory, name, version, kinds)                        \
+  extern "C" __attribute__((visibility("default"))) const tessera_plugin_descriptor* \
+  tessera_plugin_entry(void) {                                                       \
+    return ::tessera::plugin::detail::DescribeMade<&factory>(name, version, kinds);  \
   }
