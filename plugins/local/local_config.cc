@@ -6,7 +6,9 @@
 #include <climits>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <utility>
 
 #include "tessera/plugin/key_value_config.h"
 
@@ -58,7 +60,7 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
       {"node_name", "state_dir", "cpu_milli", "memory_mib", "poll_interval_ms", "task_logs",
        "cuda_runtime_library", "cuda_driver_library", "nvml_library", "mig_managed", "mig_enable",
        "time_slice_gpus", "time_slice_replicas", "mps_gpus", "mps_control", "mps_pipe_dir",
-       "mps_log_dir"},
+       "mps_log_dir", "vgpu_gpus", "vgpu_sysfs_root"},
       &kv);
   constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
   if (status.ok()) status = kv.String("node_name", &config->node_name);
@@ -100,18 +102,27 @@ plugin::PluginStatus ParseLocalConfig(const std::string& text, LocalConfig* conf
   if (status.ok()) status = kv.String("mps_control", &config->mps_control);
   if (status.ok()) status = kv.String("mps_pipe_dir", &config->mps_pipe_dir);
   if (status.ok()) status = kv.String("mps_log_dir", &config->mps_log_dir);
-  if (status.ok()) {
-    for (int index : config->mps_gpus.indices) {
-      if (config->time_slice_gpus.Contains(index) || config->time_slice_gpus.all) {
-        return plugin::PluginStatus::Error(
-            TESSERA_INVALID_ARGUMENT, "mps_gpus: GPU " + std::to_string(index) +
-                                          " is in time_slice_gpus too; a GPU is shared one way");
+  if (status.ok()) status = ParseGpuSet(kv, "vgpu_gpus", &config->vgpu_gpus);
+  if (status.ok()) status = kv.String("vgpu_sysfs_root", &config->vgpu_sysfs_root);
+  // A GPU is shared one way: no GPU in two of the lists.
+  const std::pair<const char*, const GpuSet*> forms[] = {
+      {"time_slice_gpus", &config->time_slice_gpus},
+      {"mps_gpus", &config->mps_gpus},
+      {"vgpu_gpus", &config->vgpu_gpus}};
+  for (size_t a = 0; status.ok() && a < std::size(forms); ++a) {
+    for (size_t b = a + 1; status.ok() && b < std::size(forms); ++b) {
+      const GpuSet& x = *forms[a].second;
+      const GpuSet& y = *forms[b].second;
+      std::string both;
+      if ((x.all && !y.empty()) || (y.all && !x.empty())) both = "all GPUs";
+      for (int index : x.indices) {
+        if (both.empty() && y.Contains(index)) both = "GPU " + std::to_string(index);
       }
-    }
-    if (config->mps_gpus.all && !config->time_slice_gpus.empty()) {
-      return plugin::PluginStatus::Error(
-          TESSERA_INVALID_ARGUMENT,
-          "mps_gpus: all GPUs serve MPS, so time_slice_gpus must be none; a GPU is shared one way");
+      if (!both.empty()) {
+        status = plugin::PluginStatus::Error(TESSERA_INVALID_ARGUMENT,
+                                             std::string(forms[b].first) + ": " + both + " in " +
+                                                 forms[a].first + " too; a GPU is shared one way");
+      }
     }
   }
   return status;
@@ -136,6 +147,8 @@ void ShareAsConfigured(const LocalConfig& config, v1::GpuDevice* gpu) {
     gpu->set_replicas(static_cast<int32_t>(config.time_slice_replicas));
   } else if (config.mps_gpus.Contains(gpu->index())) {
     gpu->set_sharing(v1::GPU_SHARING_MPS);
+  } else if (config.vgpu_gpus.Contains(gpu->index())) {
+    gpu->set_sharing(v1::GPU_SHARING_VGPU);
   }
 }
 

@@ -18,6 +18,8 @@
 //   mps_control = /usr/bin/nvidia-cuda-mps-control  # default: found on PATH
 //   mps_pipe_dir = /run/tessera-mps     # default: <state_dir>/mps/pipe (keep it short)
 //   mps_log_dir = /var/log/tessera-mps  # default: <state_dir>/mps/log
+//   vgpu_gpus = 0-3                     # GPUs serving NVIDIA vGPUs; default none
+//   vgpu_sysfs_root = /                 # where /sys is; default /
 //
 // GPU lists are "none", "all", or indices and ranges ("0,2-3"), as NVML numbers the GPUs.
 // A plain line format rather than protobuf JSON keeps the plugin free of a second schema for
@@ -69,10 +71,13 @@ struct LocalConfig {
   std::string mps_control = "nvidia-cuda-mps-control";
   std::string mps_pipe_dir;  // empty = <state_dir>/mps/pipe.
   std::string mps_log_dir;   // empty = <state_dir>/mps/log.
+  GpuSet vgpu_gpus;          // reported as GPU_SHARING_VGPU; devices made per task.
+  std::string vgpu_sysfs_root = "/";
 };
 
 // How the configuration shares `gpu`, a GPU not in MIG mode: time slices for time_slice_gpus,
-// MPS for mps_gpus (whose daemon the caller must still start), else as it is.
+// MPS for mps_gpus (whose daemon the caller must still start), vGPU for vgpu_gpus (whose /sys
+// the caller must still read), else as it is.
 void ShareAsConfigured(const LocalConfig& config, v1::GpuDevice* gpu);
 
 // Parses `text` into `config` (fields not mentioned keep their defaults).

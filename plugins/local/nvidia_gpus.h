@@ -38,6 +38,13 @@ class NvidiaGpus {
   static std::unique_ptr<NvidiaGpus> Open(const LocalConfig& config, std::string* note,
                                           std::vector<std::string>* warnings);
 
+  // GPU `index`'s PCI bus id as NVML gives it ("00000000:3B:00.0"); empty when unknown.
+  std::string PciBusId(int index) const {
+    return index >= 0 && index < static_cast<int>(inventory_.gpus.size())
+               ? inventory_.gpus[index].pci_bus_id
+               : std::string();
+  }
+
   // The GPUs as the node's inventory has them, mig_managed set from the configuration (and the
   // sharing the backend chose, SetSharing).
   const std::vector<v1::GpuDevice>& devices() const { return devices_; }
