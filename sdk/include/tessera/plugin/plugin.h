@@ -351,7 +351,7 @@ inline tessera_plugin_descriptor DescribeCalls(uint32_t kinds) {
 // The descriptor of the plugin `Make` makes; one per plugin library.
 template <std::unique_ptr<Plugin> (*Make)(Host)>
 const tessera_plugin_descriptor* DescribeMade(const char* name, const char* version,
-                                             uint32_t kinds) {
+                                              uint32_t kinds) {
   static const tessera_plugin_descriptor descriptor = [&] {
     tessera_plugin_descriptor d = DescribeCalls(kinds);
     d.name = name;
