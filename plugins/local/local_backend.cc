@@ -42,6 +42,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -182,11 +183,13 @@ class LocalBackend final : public plugin::Plugin {
       }
     }
     std::vector<std::string> env;
-    PluginStatus status = TaskEnvironment(request, &env);
+    std::string share = "-";
+    PluginStatus status = TaskEnvironment(request, &env, &share);
     if (!status.ok()) return status;
 
     TaskRecord record;
     record.ref = request.ref();
+    record.share = share;
     record.log_path = TaskLogPath(config_, TaskStem(request.ref()));
     record.started_us = now;
     // Its MPS place, if it took one, is given back by the monitor (which may hold the MPS lock
@@ -318,8 +321,10 @@ class LocalBackend final : public plugin::Plugin {
     bool lost = false;  // reported TASK_LOST (its MPS daemon died); its end is not reported.
   };
 
-  // The host's environment, then the request's, then what the backend sets itself.
-  PluginStatus TaskEnvironment(const v1::LaunchTask& request, std::vector<std::string>* env) {
+  // The host's environment, then the request's, then what the backend sets itself. *share is
+  // set to the GPU share the task now holds (TaskRecord::share).
+  PluginStatus TaskEnvironment(const v1::LaunchTask& request, std::vector<std::string>* env,
+                               std::string* share) {
     std::map<std::string, std::string> vars;
     for (char** e = environ; e && *e; ++e) {
       const std::string entry(*e);
@@ -342,13 +347,13 @@ class LocalBackend final : public plugin::Plugin {
     vars["CUDA_VISIBLE_DEVICES"] = devices;
     if (request.partition().sharing() == v1::GPU_SHARING_VGPU) {
       std::map<std::string, std::string> vgpu_env;
-      status = VgpuEnvironment(request, &vgpu_env);
+      status = VgpuEnvironment(request, &vgpu_env, share);
       if (!status.ok()) return status;
       for (const auto& [name, value] : vgpu_env) vars[name] = value;
     }
     if (request.partition().sharing() == v1::GPU_SHARING_MPS) {
       std::map<std::string, std::string> mps_env;
-      status = MpsEnvironment(request, &mps_env);
+      status = MpsEnvironment(request, &mps_env, share);
       if (!status.ok()) return status;
       for (const auto& [name, value] : mps_env) vars[name] = value;
     }
@@ -362,7 +367,7 @@ class LocalBackend final : public plugin::Plugin {
   // gets the daemon's pipe directory and the device as the daemon numbers it
   // (mps/mps_manager.h); without one, the limits alone, for a daemon run outside Tessera.
   PluginStatus MpsEnvironment(const v1::LaunchTask& request,
-                              std::map<std::string, std::string>* env) {
+                              std::map<std::string, std::string>* env, std::string* share) {
     mps::MpsLimits limits;
     limits.active_thread_pct = request.has_mps() ? request.mps().active_thread_pct()
                                                  : std::max(1, request.gpu_milli() / 10);
@@ -394,6 +399,8 @@ class LocalBackend final : public plugin::Plugin {
     PluginStatus status = mps_->Admit(TaskStem(request.ref()), gpu, limits, &grant);
     if (!status.ok()) return status;
     *env = grant.env;
+    *share = "mps:" + std::to_string(gpu) + ":" + std::to_string(limits.active_thread_pct) + ":" +
+             std::to_string(limits.pinned_memory_mib);
     return PluginStatus::Ok();
   }
 
@@ -504,7 +511,7 @@ class LocalBackend final : public plugin::Plugin {
   // per task, and named in its environment (vgpu/vgpu_manager.h: TESSERA_VGPU_DEVICE, the mdev
   // UUID or VF address, and TESSERA_VGPU_SYSFS for the VM launcher the task is).
   PluginStatus VgpuEnvironment(const v1::LaunchTask& request,
-                               std::map<std::string, std::string>* env) {
+                               std::map<std::string, std::string>* env, std::string* share) {
     const int gpu = request.gpus_size() == 1 ? request.gpus(0) : -1;
     if (vgpu_ == nullptr || gpu < 0 || vgpu_->State(gpu) == nullptr) {
       return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "partition: GPU " + std::to_string(gpu) +
@@ -524,6 +531,7 @@ class LocalBackend final : public plugin::Plugin {
                                  "partition: " + status.message);
     }
     *env = vgpu::VgpuTaskEnv(device);
+    *share = "vgpu:" + std::to_string(gpu) + ":" + device.id;
     return PluginStatus::Ok();
   }
 
@@ -538,18 +546,28 @@ class LocalBackend final : public plugin::Plugin {
     vgpu_removals_.push_back(ref);
   }
 
-  // A task adopted after a restart takes back its mdev device (its UUID is derived from the task).
-  void ClaimVgpu(const v1::TaskRef& ref) {
-    if (vgpu_ == nullptr) return;
-    const std::string owner = TaskStem(ref);
-    const std::string uuid = vgpu::MdevUuidFor(owner);
-    for (const v1::GpuDevice& gpu : node_.gpus()) {
-      for (const vgpu::VgpuDevice& device : vgpu_->Devices(gpu.index())) {
-        if (device.id != uuid) continue;
-        vgpu::VgpuDevice claimed;
-        const PluginStatus status = vgpu_->Claim(owner, gpu.index(), uuid, &claimed);
-        if (!status.ok()) host().Log(TESSERA_LOG_WARN, "local: " + status.message);
-      }
+  // A task adopted after a restart takes back the GPU share it held (TaskRecord::share): its
+  // place among its MPS daemon's clients, or its vGPU device. Init only (mutex_ held).
+  void TakeBackShare(const TaskRecord& record) {
+    const std::string& share = record.share;
+    const std::string owner = TaskStem(record.ref);
+    int gpu = -1, thread_pct = 0;
+    long long memory_mib = 0;
+    char device[128] = {};
+    PluginStatus status = PluginStatus::Ok();
+    if (std::sscanf(share.c_str(), "mps:%d:%d:%lld", &gpu, &thread_pct, &memory_mib) == 3) {
+      std::lock_guard mps_lock(mps_mutex_);
+      if (mps_ == nullptr) return;
+      mps::MpsGrant grant;
+      status = mps_->Admit(owner, gpu, {thread_pct, memory_mib}, &grant);
+    } else if (std::sscanf(share.c_str(), "vgpu:%d:%127s", &gpu, device) == 2) {
+      if (vgpu_ == nullptr) return;
+      vgpu::VgpuDevice claimed;
+      status = vgpu_->Claim(owner, gpu, device, &claimed);
+    }
+    if (!status.ok()) {
+      host().Log(TESSERA_LOG_WARN, "local: task " + owner + " keeps running without its " + share +
+                                       ": " + status.message);
     }
   }
 
@@ -601,7 +619,9 @@ class LocalBackend final : public plugin::Plugin {
         host().Log(TESSERA_LOG_INFO, "local: task " + TaskStem(record.ref) + " (pid " +
                                          std::to_string(record.pid) +
                                          ") ended while no instance watched it");
+        TakeBackShare(record);  // its vGPU device, to be removed now.
         RemoveVgpu(record.ref);
+        ReleaseMps(record.ref);
         if (status = journal_->Ended(record); !status.ok()) {
           host().Log(TESSERA_LOG_WARN, "local: " + status.message);
         }
@@ -609,7 +629,7 @@ class LocalBackend final : public plugin::Plugin {
       }
       host().Log(TESSERA_LOG_INFO, "local: adopted running task " + TaskStem(record.ref) +
                                        " (pid " + std::to_string(record.pid) + ")");
-      ClaimVgpu(record.ref);
+      TakeBackShare(record);
       Task& task = tasks_[KeyOf(record.ref)];
       task.record = std::move(record);
     }

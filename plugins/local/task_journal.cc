@@ -68,7 +68,8 @@ std::string RefFields(const v1::TaskRef& ref) {
 std::string StartLine(const TaskRecord& r) {
   return "start " + RefFields(r.ref) + " " + std::to_string(r.pid) + " " + std::to_string(r.pgid) +
          " " + std::to_string(r.start_ticks) + " " + std::to_string(r.started_us) + " " +
-         std::to_string(r.exit_slot) + " " + r.log_path + "\n";
+         std::to_string(r.exit_slot) + " " + (r.share.empty() ? "-" : r.share) + " " + r.log_path +
+         "\n";
 }
 
 std::string EndLine(const v1::TaskRef& ref) { return "end " + RefFields(ref) + "\n"; }
@@ -89,6 +90,9 @@ bool ParseLine(std::string_view line, TaskRecord* record, bool* started) {
       !ParseField(&line, &record->started_us) || !ParseField(&line, &record->exit_slot)) {
     return false;
   }
+  std::string_view share;
+  if (!NextField(&line, &share)) return false;
+  record->share = std::string(share);
   record->log_path = std::string(line);
   return record->pid > 0 && record->pgid > 0 && record->exit_slot >= TaskJournal::kLegacyExitSlot &&
          record->exit_slot < TaskJournal::kMaxExitSlots;

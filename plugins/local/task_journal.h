@@ -7,7 +7,8 @@
 // So nothing here creates a file per task:
 //
 //   <state_dir>/tasks.journal   one line per event, appended with one write(2) each:
-//       start <job> <attempt> <task> <pid> <pgid> <start_ticks> <started_us> <slot> <log path>
+//       start <job> <attempt> <task> <pid> <pgid> <start_ticks> <started_us> <slot> <share>
+//             <log path>
 //       end <job> <attempt> <task>
 //     A task is live from its start line until its end line (written once its exit has been
 //     reported, or it was found to have ended unwatched). When the lines of ended tasks number

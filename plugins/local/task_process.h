@@ -35,6 +35,10 @@ struct TaskRecord {
   uint64_t start_ticks = 0;  // /proc/<pid>/stat field 22.
   int64_t started_us = 0;    // host clock at launch.
   int exit_slot = 0;         // which exit status file (task_journal.h).
+  // The GPU share the task holds that a restarted backend must take back, one token: "-" for
+  // none, "mps:<gpu>:<thread pct>:<pinned MiB>" for an MPS client, "vgpu:<gpu>:<device>" for a
+  // vGPU device (its mdev UUID or VF address).
+  std::string share = "-";
   std::string log_path;
 };
 

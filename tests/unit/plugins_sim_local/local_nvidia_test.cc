@@ -379,6 +379,29 @@ TEST_CASE("local on NVML: an MPS GPU has its control daemon, and each client its
       CHECK_FALSE((event.kind() == v1::BackendEvent::TASK_EXITED && event.ref().job() == 3));
     }
   }
+  SUBCASE("a restarted backend takes its running MPS tasks back as clients") {
+    v1::LaunchTask launch;
+    launch.mutable_ref()->set_job(4);
+    launch.mutable_ref()->set_attempt(1);
+    launch.set_node(kNode);
+    launch.set_cpu_milli(100);
+    launch.set_memory_mib(16);
+    for (const char* arg : {"/bin/sh", "-c", "exec sleep 60"}) launch.add_command(arg);
+    share(50, 1024)(launch);
+    REQUIRE(host->Launch(launch).ok());
+    REQUIRE(
+        host->WaitForEvent(v1::BackendEvent::TASK_STARTED, launch.ref(), std::chrono::seconds(10)));
+    host.reset();  // the task and its daemon keep running.
+    host = Start(config);
+    v1::Inventory inventory;  // as a host asks after a restart (it starts the monitor).
+    REQUIRE(host->Inventory(&inventory).ok());
+    // Only a task the new instance counts as the daemon's client is lost with it.
+    mps::fake::Crash(mps::fake::PidFileOf(pipe_dir));
+    const auto lost =
+        host->WaitForEvent(v1::BackendEvent::TASK_LOST, launch.ref(), std::chrono::seconds(15));
+    REQUIRE(lost.has_value());
+    CHECK(lost->message() == "the MPS control daemon of GPU 1 died");
+  }
   SUBCASE("no control binary: the GPU is offered whole, and the log says why") {
     host.reset();
     std::unique_ptr<FakeHost> plain =

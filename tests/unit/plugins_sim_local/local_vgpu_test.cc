@@ -135,6 +135,44 @@ TEST_CASE("local vGPU: a device is made for a placed vGPU task and removed after
   CHECK_FALSE(sysfs->Exists("/sys/bus/mdev/devices/" + uuid));
 }
 
+TEST_CASE("local vGPU: on SR-IOV VFs (vendor VFIO) a task gets a VF, kept across a restart") {
+  FakeGpus gpus(R"({"gpus": [{"model": "H100-80GB"}]})");
+  auto sysfs = std::make_shared<FakeVgpuSysfs>();
+  sysfs->AddGpu(kPf, FakeGpuModel::H100_80GB(), FakeVgpuForm::kVendorVfio, 4);
+  testing::TempDir dir("local-vgpu");
+  std::unique_ptr<FakeHost> host = Start(dir, sysfs);
+  const std::string out = (dir.path() / "seen").string();
+  const std::string gate = (dir.path() / "gate").string();
+  REQUIRE(host->Launch(VgpuTask(1, "H100-10C",
+                                "echo $TESSERA_VGPU_DEVICE $TESSERA_VGPU_FORM > " + out +
+                                    "; while [ ! -e " + gate + " ]; do sleep 0.02; done"))
+              .ok());
+  const auto started = Await(*host, v1::BackendEvent::TASK_STARTED, 1);
+  REQUIRE(started.has_value());
+  REQUIRE_MESSAGE(started->kind() == v1::BackendEvent::TASK_STARTED, started->message());
+  for (int i = 0; i < 100 && ReadFile(out).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string vf = sysfs->VfsOf(kPf).at(0);
+  CHECK(ReadFile(out) == vf + " vendor-vfio\n");
+  std::string type;
+  REQUIRE(sysfs->Read("/sys/bus/pci/devices/" + vf + "/nvidia/current_vgpu_type", &type) == 0);
+  CHECK(type != "0\n");
+
+  host.reset();  // a restart: the new instance takes the VF back for the task it adopts.
+  host = Start(dir, sysfs);
+  v1::Inventory inventory;  // as a host asks after a restart (it starts the monitor).
+  REQUIRE(host->Inventory(&inventory).ok());
+  std::ofstream(gate).put('\n');
+  REQUIRE(Await(*host, v1::BackendEvent::TASK_EXITED, 1).has_value());
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(sysfs->Read("/sys/bus/pci/devices/" + vf + "/nvidia/current_vgpu_type", &type) == 0);
+    if (type == "0\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(type == "0\n");  // given back once the task ended.
+}
+
 TEST_CASE("local vGPU: a GPU without vGPU support is offered whole, and the log says why") {
   FakeGpus gpus(R"({"gpus": [{"model": "A100-40GB"}]})");
   auto sysfs = std::make_shared<FakeVgpuSysfs>();  // no GPU laid out: no mdev or VFs.

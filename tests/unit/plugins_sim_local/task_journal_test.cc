@@ -82,6 +82,7 @@ TEST_CASE("task journal: a reopened journal gives back the live records, whole, 
     CHECK(records.empty());
     for (uint64_t job : {1, 2, 3}) {
       TaskRecord record = Record(job);
+      if (job == 3) record.share = "vgpu:0:0000:10:00.4";
       Start(*journal, &record);
     }
     REQUIRE(journal->Ended(Record(2)).ok());
@@ -95,6 +96,8 @@ TEST_CASE("task journal: a reopened journal gives back the live records, whole, 
   CHECK(third.started_us == 2003);
   CHECK(third.exit_slot == 2);  // 0, 1, 2 in launch order; 1 was job 2's.
   CHECK(third.log_path == "/some dir/with spaces/3.log");
+  CHECK(third.share == "vgpu:0:0000:10:00.4");  // the GPU share it holds, taken back on adoption.
+  CHECK(records[0].share == "-");
   // Open rewrote the journal without the ended task's lines.
   CHECK(LinesOf(dir.File("tasks.journal")) == 2);
   CHECK(journal->lines() == 2);
