@@ -51,15 +51,13 @@
 #include <tuple>
 
 #include "gpu_discovery.h"
+#include "gpu_shares.h"
 #include "local_backend.h"
 #include "local_config.h"
-#include "mps/mps_manager.h"
 #include "nvidia_gpus.h"
 #include "task_journal.h"
 #include "task_process.h"
 #include "tessera/plugin/plugin.h"
-#include "vgpu/device_uuid.h"
-#include "vgpu/vgpu_manager.h"
 
 extern char** environ;
 
@@ -192,20 +190,16 @@ class LocalBackend final : public plugin::Plugin {
     record.share = share;
     record.log_path = TaskLogPath(config_, TaskStem(request.ref()));
     record.started_us = now;
-    // Its MPS place, if it took one, is given back by the monitor (which may hold the MPS lock
-    // for a while; a launch does not wait for it).
     status = journal_->ClaimExitSlot(&record);
     if (!status.ok()) {
-      mps_releases_.push_back(request.ref());
-      RemoveVgpu(request.ref());
+      shares_->Release(request.ref());
       return status;
     }
     const std::vector<std::string> argv(request.command().begin(), request.command().end());
     status = SpawnTask(argv, env, record.log_path, journal_->ExitStatusPath(record), &record.pid);
     if (!status.ok()) {
       journal_->ReleaseExitSlot(record);
-      mps_releases_.push_back(request.ref());
-      RemoveVgpu(request.ref());
+      shares_->Release(request.ref());
       return status;
     }
     record.pgid = record.pid;
@@ -345,69 +339,12 @@ class LocalBackend final : public plugin::Plugin {
     PluginStatus status = VisibleDevices(request, &devices);
     if (!status.ok()) return status;
     vars["CUDA_VISIBLE_DEVICES"] = devices;
-    if (request.partition().sharing() == v1::GPU_SHARING_VGPU) {
-      std::map<std::string, std::string> vgpu_env;
-      status = VgpuEnvironment(request, &vgpu_env, share);
-      if (!status.ok()) return status;
-      for (const auto& [name, value] : vgpu_env) vars[name] = value;
-    }
-    if (request.partition().sharing() == v1::GPU_SHARING_MPS) {
-      std::map<std::string, std::string> mps_env;
-      status = MpsEnvironment(request, &mps_env, share);
-      if (!status.ok()) return status;
-      for (const auto& [name, value] : mps_env) vars[name] = value;
-    }
+    std::map<std::string, std::string> share_env;
+    status = shares_->Grant(request, node_.name(), &share_env, share);
+    if (!status.ok()) return status;
+    for (const auto& [name, value] : share_env) vars[name] = value;
     for (const auto& [name, value] : vars) env->push_back(name + "=" + value);
     return PluginStatus::Ok();
-  }
-
-  // An MPS client's share (mutex_ held): its active-thread percentage and pinned memory limit, as
-  // the host says (LaunchTask.mps; a host of ABI 1.0 leaves them to the share's size). On a GPU
-  // with a control daemon (mps_gpus) the task is admitted as one of its clients (at most 48) and
-  // gets the daemon's pipe directory and the device as the daemon numbers it
-  // (mps/mps_manager.h); without one, the limits alone, for a daemon run outside Tessera.
-  PluginStatus MpsEnvironment(const v1::LaunchTask& request,
-                              std::map<std::string, std::string>* env, std::string* share) {
-    mps::MpsLimits limits;
-    limits.active_thread_pct = request.has_mps() ? request.mps().active_thread_pct()
-                                                 : std::max(1, request.gpu_milli() / 10);
-    limits.pinned_memory_mib =
-        request.has_mps() ? request.mps().pinned_memory_mib() : request.gpu_memory_mib();
-    const int gpu = request.gpus_size() == 1 ? request.gpus(0) : -1;
-    // A check of the daemons takes microseconds; only a restart (the daemon is down anyway)
-    // holds the lock longer, and a launch does not wait that out.
-    std::unique_lock mps_lock(mps_mutex_, std::chrono::milliseconds(500));
-    const bool managed = mps_ != nullptr && gpu >= 0 && mps_->Daemon(gpu) != nullptr;
-    if (!managed) {
-      (*env)["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(limits.active_thread_pct);
-      if (limits.pinned_memory_mib > 0) {
-        std::string text;
-        for (int i = 0; i < request.gpus_size(); ++i) {
-          text += (i ? "," : "") + std::to_string(i) + "=" +
-                  mps::PinnedMemoryValue(limits.pinned_memory_mib);
-        }
-        (*env)["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = text;
-      }
-      return PluginStatus::Ok();
-    }
-    if (!mps_lock.owns_lock()) {
-      return PluginStatus::Error(TESSERA_UNAVAILABLE, "partition: an MPS control daemon of node '" +
-                                                          node_.name() +
-                                                          "' is being restarted; try again");
-    }
-    mps::MpsGrant grant;
-    PluginStatus status = mps_->Admit(TaskStem(request.ref()), gpu, limits, &grant);
-    if (!status.ok()) return status;
-    *env = grant.env;
-    *share = "mps:" + std::to_string(gpu) + ":" + std::to_string(limits.active_thread_pct) + ":" +
-             std::to_string(limits.pinned_memory_mib);
-    return PluginStatus::Ok();
-  }
-
-  // Frees the MPS client place of `ref`, if it had one.
-  void ReleaseMps(const v1::TaskRef& ref) {
-    std::lock_guard lock(mps_mutex_);
-    if (mps_ != nullptr) mps_->Release(TaskStem(ref));
   }
 
   // What CUDA_VISIBLE_DEVICES says for `request` (mutex_ held). A MIG share names its instance's
@@ -453,34 +390,19 @@ class LocalBackend final : public plugin::Plugin {
     return PluginStatus::Ok();
   }
 
-  // Shares the GPUs not in MIG mode as the configuration says: time slices, or MPS with a
-  // control daemon per GPU (started, or adopted from a previous instance). A GPU whose daemon
-  // does not start is offered whole instead, with a warning saying why. Init only.
+  // Shares the GPUs not in MIG mode as the configuration says: time slices, MPS with a control
+  // daemon per GPU, or vGPU devices (gpu_shares.h). A GPU that cannot serve its form is offered
+  // whole instead, with a warning saying why. Init only.
   void StartSharing(std::vector<std::string>* warnings) {
+    shares_ = std::make_unique<GpuShares>(config_, seams_.sysfs);
     for (v1::GpuDevice& gpu : *node_.mutable_gpus()) {
       ShareAsConfigured(config_, &gpu);
-      if (gpu.sharing() == v1::GPU_SHARING_MPS) {
-        if (mps_ == nullptr) {
-          mps::MpsManagerOptions options;
-          options.control_binary = config_.mps_control;
-          options.pipe_root =
-              config_.mps_pipe_dir.empty() ? config_.state_dir + "/mps/pipe" : config_.mps_pipe_dir;
-          options.log_root =
-              config_.mps_log_dir.empty() ? config_.state_dir + "/mps/log" : config_.mps_log_dir;
-          mps_ = std::make_unique<mps::MpsManager>(options);
-        }
-        const PluginStatus started = mps_->StartGpu({gpu.index(), gpu.uuid()});
-        if (!started.ok()) {
-          warnings->push_back(
-              "mps_gpus: GPU " + std::to_string(gpu.index()) +
-              " offered whole: its MPS control daemon did not start: " + started.message);
-          gpu.set_sharing(v1::GPU_SHARING_DEFAULT);
-        }
-      }
-      if (gpu.sharing() == v1::GPU_SHARING_VGPU) {
-        const std::string why = StartVgpu(&gpu);
+      if (gpu.sharing() == v1::GPU_SHARING_MPS || gpu.sharing() == v1::GPU_SHARING_VGPU) {
+        const char* key = gpu.sharing() == v1::GPU_SHARING_MPS ? "mps_gpus" : "vgpu_gpus";
+        const std::string why =
+            shares_->Start(&gpu, nvidia_ != nullptr ? nvidia_->PciBusId(gpu.index()) : "");
         if (!why.empty()) {
-          warnings->push_back("vgpu_gpus: GPU " + std::to_string(gpu.index()) +
+          warnings->push_back(std::string(key) + ": GPU " + std::to_string(gpu.index()) +
                               " offered whole: " + why);
           gpu.set_sharing(v1::GPU_SHARING_DEFAULT);
         }
@@ -489,114 +411,23 @@ class LocalBackend final : public plugin::Plugin {
     }
   }
 
-  // Reads what GPU `gpu` offers as vGPU types and the devices it has (adopted, for the tasks of
-  // a previous instance); the type in use, if any, is the only one it may take. Returns why it
-  // cannot serve vGPUs, or empty. Init only.
-  std::string StartVgpu(v1::GpuDevice* gpu) {
-    const std::string bus_id = nvidia_ != nullptr ? nvidia_->PciBusId(gpu->index()) : "";
-    if (bus_id.empty()) return "vGPU needs NVML to find the GPU's PCI address";
-    if (vgpu_ == nullptr) {
-      sysfs_ = seams_.sysfs != nullptr
-                   ? seams_.sysfs
-                   : std::make_shared<vgpu::RootedSysfs>(config_.vgpu_sysfs_root);
-      vgpu_ = std::make_unique<vgpu::VgpuManager>(sysfs_.get());
-    }
-    const PluginStatus added = vgpu_->AddGpu({gpu->index(), bus_id, gpu->model()});
-    if (!added.ok()) return added.message;
-    gpu->set_vgpu_type(vgpu_->TypeInUse(gpu->index()));
-    return "";
-  }
-
-  // A vGPU task's device (mutex_ held): made now for the type the scheduler placed, one device
-  // per task, and named in its environment (vgpu/vgpu_manager.h: TESSERA_VGPU_DEVICE, the mdev
-  // UUID or VF address, and TESSERA_VGPU_SYSFS for the VM launcher the task is).
-  PluginStatus VgpuEnvironment(const v1::LaunchTask& request,
-                               std::map<std::string, std::string>* env, std::string* share) {
-    const int gpu = request.gpus_size() == 1 ? request.gpus(0) : -1;
-    if (vgpu_ == nullptr || gpu < 0 || vgpu_->State(gpu) == nullptr) {
-      return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, "partition: GPU " + std::to_string(gpu) +
-                                                               " of node '" + node_.name() +
-                                                               "' serves no vGPUs here");
-    }
-    vgpu::VgpuDevice device;
-    PluginStatus status =
-        vgpu_->Create(gpu, request.partition().vgpu_type(), TaskStem(request.ref()), &device);
-    if (!status.ok()) {
-      // Refused for this task: for now when the GPU is full, busy, or holds another type until
-      // its devices go; for good otherwise (no such type here, a kernel that refuses the write).
-      const bool for_now = status.code == TESSERA_RESOURCE_EXHAUSTED ||
-                           status.code == TESSERA_UNAVAILABLE ||
-                           status.code == TESSERA_FAILED_PRECONDITION;
-      return PluginStatus::Error(for_now ? TESSERA_UNAVAILABLE : TESSERA_INVALID_ARGUMENT,
-                                 "partition: " + status.message);
-    }
-    *env = vgpu::VgpuTaskEnv(device);
-    *share = "vgpu:" + std::to_string(gpu) + ":" + device.id;
-    return PluginStatus::Ok();
-  }
-
-  // Removes the vGPU device of `ref`, if it has one (mutex_ held); one the kernel will not
-  // remove now is tried again by the monitor.
-  void RemoveVgpu(const v1::TaskRef& ref) {
-    if (vgpu_ == nullptr) return;
-    const PluginStatus removed = vgpu_->Remove(TaskStem(ref));
-    if (removed.ok()) return;
-    pending_logs_.push_back("local: vGPU device of task " + TaskStem(ref) +
-                            " not removed yet: " + removed.message);
-    vgpu_removals_.push_back(ref);
-  }
-
-  // A task adopted after a restart takes back the GPU share it held (TaskRecord::share): its
-  // place among its MPS daemon's clients, or its vGPU device. Init only (mutex_ held).
-  void TakeBackShare(const TaskRecord& record) {
-    const std::string& share = record.share;
-    const std::string owner = TaskStem(record.ref);
-    int gpu = -1, thread_pct = 0;
-    long long memory_mib = 0;
-    char device[128] = {};
-    PluginStatus status = PluginStatus::Ok();
-    if (std::sscanf(share.c_str(), "mps:%d:%d:%lld", &gpu, &thread_pct, &memory_mib) == 3) {
-      std::lock_guard mps_lock(mps_mutex_);
-      if (mps_ == nullptr) return;
-      mps::MpsGrant grant;
-      status = mps_->Admit(owner, gpu, {thread_pct, memory_mib}, &grant);
-    } else if (std::sscanf(share.c_str(), "vgpu:%d:%127s", &gpu, device) == 2) {
-      if (vgpu_ == nullptr) return;
-      vgpu::VgpuDevice claimed;
-      status = vgpu_->Claim(owner, gpu, device, &claimed);
-    }
-    if (!status.ok()) {
-      host().Log(TESSERA_LOG_WARN, "local: task " + owner + " keeps running without its " + share +
-                                       ": " + status.message);
-    }
-  }
-
   // Stops and reports lost the tasks whose MPS control daemon died (their MPS server went with
-  // it), after the manager restarted it. Every few seconds from the monitor, without mutex_:
-  // a restart waits for the control binary.
+  // it), after it was restarted. Every few seconds from the monitor, without mutex_: a restart
+  // waits for the control binary.
   void CheckMpsDaemons(int64_t now_us) {
-    std::vector<mps::MpsRestart> restarts;
-    {
-      std::lock_guard lock(mps_mutex_);
-      if (mps_ == nullptr) return;
-      restarts = mps_->CheckHealth();
-    }
-    if (restarts.empty()) return;
+    const std::vector<GpuShares::LostClients> lost = shares_->CheckDaemons();
+    if (lost.empty()) return;
     std::lock_guard lock(mutex_);
-    for (const mps::MpsRestart& restart : restarts) {
-      const std::string gpu = "GPU " + std::to_string(restart.gpu);
-      pending_logs_.push_back(
-          "local: the MPS control daemon of " + gpu + " (pid " + std::to_string(restart.old_pid) +
-          ") died; " +
-          (restart.restarted.ok() ? "restarted" : "not restarted: " + restart.restarted.message) +
-          "; " + std::to_string(restart.lost_clients.size()) + " task(s) lost");
-      for (const std::string& client : restart.lost_clients) {
+    for (const GpuShares::LostClients& daemon : lost) {
+      pending_logs_.push_back("local: " + daemon.what + "; " +
+                              std::to_string(daemon.clients.size()) + " task(s) lost");
+      for (const std::string& client : daemon.clients) {
         for (auto& [key, task] : tasks_) {
           if (TaskStem(task.record.ref) != client || task.lost) continue;
           ::kill(-task.record.pgid, SIGKILL);
           task.lost = true;
           Report(v1::BackendEvent::TASK_LOST, task.record.ref, 0, now_us,
-                 "the MPS control daemon of " + gpu + " died");
+                 "the MPS control daemon of GPU " + std::to_string(daemon.gpu) + " died");
         }
       }
     }
@@ -619,9 +450,10 @@ class LocalBackend final : public plugin::Plugin {
         host().Log(TESSERA_LOG_INFO, "local: task " + TaskStem(record.ref) + " (pid " +
                                          std::to_string(record.pid) +
                                          ") ended while no instance watched it");
-        TakeBackShare(record);  // its vGPU device, to be removed now.
-        RemoveVgpu(record.ref);
-        ReleaseMps(record.ref);
+        std::vector<std::string> problems;
+        shares_->TakeBack(record, &problems);  // its vGPU device, to be removed now.
+        shares_->Release(record.ref);
+        for (const std::string& problem : problems) host().Log(TESSERA_LOG_WARN, problem);
         if (status = journal_->Ended(record); !status.ok()) {
           host().Log(TESSERA_LOG_WARN, "local: " + status.message);
         }
@@ -629,7 +461,9 @@ class LocalBackend final : public plugin::Plugin {
       }
       host().Log(TESSERA_LOG_INFO, "local: adopted running task " + TaskStem(record.ref) +
                                        " (pid " + std::to_string(record.pid) + ")");
-      TakeBackShare(record);
+      std::vector<std::string> problems;
+      shares_->TakeBack(record, &problems);
+      for (const std::string& problem : problems) host().Log(TESSERA_LOG_WARN, problem);
       Task& task = tasks_[KeyOf(record.ref)];
       task.record = std::move(record);
     }
@@ -663,11 +497,7 @@ class LocalBackend final : public plugin::Plugin {
         next_mps_check = std::chrono::steady_clock::now() + kMpsCheckInterval;
       }
       lock.lock();
-      for (const v1::TaskRef& ref : mps_releases_) ReleaseMps(ref);
-      mps_releases_.clear();
-      std::vector<v1::TaskRef> vgpu_retries = std::move(vgpu_removals_);
-      vgpu_removals_.clear();
-      for (const v1::TaskRef& ref : vgpu_retries) RemoveVgpu(ref);
+      shares_->Tick(&pending_logs_);
       CheckTasks(now);
       // Send what is due outside the lock: the host may call back in from emit_event.
       std::vector<v1::BackendEvent> events = std::move(outbox_);
@@ -703,8 +533,7 @@ class LocalBackend final : public plugin::Plugin {
                                            : "exited with " + std::to_string(*exit_code);
       if (!task.lost)
         Report(v1::BackendEvent::TASK_EXITED, task.record.ref, *exit_code, now_us, how);
-      ReleaseMps(task.record.ref);
-      RemoveVgpu(task.record.ref);
+      shares_->Release(task.record.ref);
       if (PluginStatus status = journal_->Ended(task.record); !status.ok()) {
         pending_logs_.push_back("local: task " + TaskStem(task.record.ref) + ": " + status.message);
       }
@@ -761,11 +590,7 @@ class LocalBackend final : public plugin::Plugin {
   LocalSeams seams_;
   LocalConfig config_;
   std::unique_ptr<NvidiaGpus> nvidia_;  // null without NVML.
-  // The MPS control daemons of mps_gpus; null when there are none. Guarded by mps_mutex_, which
-  // is taken alone (CheckMpsDaemons) or inside mutex_ for a bounded wait (MpsEnvironment), so
-  // a restart of a daemon does not hold up the other calls.
-  std::timed_mutex mps_mutex_;
-  std::unique_ptr<mps::MpsManager> mps_;
+  std::unique_ptr<GpuShares> shares_;   // MPS client places and vGPU devices; made in Init.
   v1::NodeSpec node_;
 
   std::mutex mutex_;  // guards everything below.
@@ -774,11 +599,6 @@ class LocalBackend final : public plugin::Plugin {
   std::map<TaskKey, Task> tasks_;  // running, or ended but not yet reported.
   std::vector<v1::BackendEvent> outbox_;
   std::vector<std::string> pending_logs_;
-  std::vector<v1::TaskRef> mps_releases_;  // launches that failed after their MPS admission.
-  // vGPU devices of vgpu_gpus, made per task; null when there are none.
-  std::shared_ptr<vgpu::Sysfs> sysfs_;
-  std::unique_ptr<vgpu::VgpuManager> vgpu_;
-  std::vector<v1::TaskRef> vgpu_removals_;  // devices the kernel did not remove yet.
   bool stopping_ = false;
   std::thread monitor_;
 };
