@@ -62,6 +62,19 @@ inline std::unique_ptr<NvmlLibrary> LoadFake() {
   return lib;
 }
 
+// The state-file entry of an H100 in MIG mode laid out as 7 x 1g.10gb (profile ID 19), each
+// instance with its compute instance: a GPU object for a "gpus" list.
+inline std::string H100InSevenSmall() {
+  std::string instances;
+  for (int i = 0; i < 7; ++i) {
+    instances += std::string(i ? ", " : "") + R"({"id": )" + std::to_string(i + 1) +
+                 R"(, "profile_id": 19, "start": )" + std::to_string(i) +
+                 R"(, "compute_instances": [{"id": 0, "profile_id": 0}]})";
+  }
+  return R"({"model": "H100-80GB", "mig_current": 1, "mig_pending": 1, "gpu_instances": [)" +
+         instances + "]}";
+}
+
 inline nvmlDevice_t Gpu(NvmlLibrary& lib, unsigned index) {
   nvmlDevice_t device = nullptr;
   REQUIRE(lib.DeviceGetHandleByIndex(index, &device) == NVML_SUCCESS);

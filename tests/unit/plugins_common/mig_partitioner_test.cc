@@ -20,15 +20,7 @@ using fake::Gpu;
 using fake::LoadFake;
 using json = nlohmann::json;
 
-constexpr char kSevenSmall[] = R"({"gpus": [{"model": "H100-80GB", "mig_current": 1,
-  "gpu_instances": [
-    {"id": 1, "profile_id": 19, "start": 0, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 2, "profile_id": 19, "start": 1, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 3, "profile_id": 19, "start": 2, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 4, "profile_id": 19, "start": 3, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 5, "profile_id": 19, "start": 4, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 6, "profile_id": 19, "start": 5, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 7, "profile_id": 19, "start": 6, "compute_instances": [{"id": 0, "profile_id": 0}]}]}]})";
+const std::string kSevenSmall = R"({"gpus": [)" + fake::H100InSevenSmall() + "]}";
 
 v1::PartitionLayout Mig(std::vector<std::pair<std::string, int>> instances) {
   v1::PartitionLayout layout;

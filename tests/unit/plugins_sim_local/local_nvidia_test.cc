@@ -33,16 +33,8 @@ using json = nlohmann::json;
 constexpr const char* kNode = "gpu-node";
 
 // One H100 in MIG mode laid out as 7 x 1g.10gb, one A100-80GB without MIG.
-constexpr char kGpus[] = R"({"gpus": [
-  {"model": "H100-80GB", "mig_current": 1, "mig_pending": 1, "gpu_instances": [
-    {"id": 1, "profile_id": 19, "start": 0, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 2, "profile_id": 19, "start": 1, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 3, "profile_id": 19, "start": 2, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 4, "profile_id": 19, "start": 3, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 5, "profile_id": 19, "start": 4, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 6, "profile_id": 19, "start": 5, "compute_instances": [{"id": 0, "profile_id": 0}]},
-    {"id": 7, "profile_id": 19, "start": 6, "compute_instances": [{"id": 0, "profile_id": 0}]}]},
-  {"model": "A100-80GB"}]})";
+const std::string kGpus =
+    R"({"gpus": [)" + nvml::fake::H100InSevenSmall() + R"(, {"model": "A100-80GB"}]})";
 
 std::string Config(const testing::TempDir& dir, const std::string& extra = "") {
   return "node_name = " + std::string(kNode) + "\nstate_dir = " + dir.path().string() +
