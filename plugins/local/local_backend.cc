@@ -4,17 +4,17 @@
 // out the scheduler's MIG layouts on the GPUs the configuration lets it manage, and reports
 // telemetry (XID errors, ECC, temperature) for the scheduler's GPU health policy. GPUs the
 // configuration shares otherwise are served here too: time slices, MPS with a control daemon per
-// GPU (plugins/common/mps), and vGPU devices made per task through /sys (plugins/common/vgpu,
-// reached through LocalSeams::sysfs so that a test can give it a fake; local_backend.h).
+// GPU, and vGPU devices made per task through /sys (gpu_shares.h; /sys is LocalSeams::sysfs, so
+// that a test can give it a fake: local_backend.h).
 //
 // A task is LaunchTask.command started with posix_spawnp in a process group of its own, with
-// the host's environment plus LaunchTask.env, TESSERA_JOB/ATTEMPT/TASK and
-// CUDA_VISIBLE_DEVICES (the devices of the task: MIG-<uuid> for a MIG instance, GPU-<uuid> for
-// GPUs found through NVML, indices for GPUs found through the CUDA runtime; empty for none,
-// which hides every GPU). Its
-// stdout and stderr go where task_logs says (a file per task by default), and a record of it
-// (pid, process group, start time) to the journal in <state> (task_journal.h), so that after a
-// restart of the host a new instance adopts it again and Reconcile lists it.
+// the host's environment plus LaunchTask.env, TESSERA_JOB/ATTEMPT/TASK, CUDA_VISIBLE_DEVICES
+// (the devices of the task: MIG-<uuid> for a MIG instance, GPU-<uuid> for GPUs found through
+// NVML, indices for GPUs found through the CUDA runtime; empty for none, which hides every GPU)
+// and what its GPU share needs (GpuShares::Grant). Its stdout and stderr go where task_logs says
+// (a file per task by default), and a record of it (pid, process group, start time, the share it
+// holds) to the journal in <state> (task_journal.h), so that after a restart of the host a new
+// instance adopts it again and Reconcile lists it.
 //
 // A monitor thread (started by Start under a host of ABI 1.1; under one of 1.0, which has no
 // on_start, by the first call after Init) checks the tasks every
