@@ -115,12 +115,14 @@ PluginStatus ReadMdev(const Sysfs& sysfs, std::string_view gpu_family, GpuVgpuSt
       }
     }
   }
-  for (auto& [id, offer] : offers) {
+  for (auto& entry : offers) {
+    VgpuTypeOffer& offer = entry.second;
     // VF parents each show 1 until the GPU is full, so their sum can exceed what fits.
     if (offer.max_instances > 0) {
+      const std::string& type_id = offer.id;
       const int made = static_cast<int>(
           std::count_if(state->devices.begin(), state->devices.end(),
-                        [&](const VgpuDeviceInfo& d) { return d.type_id == offer.id; }));
+                        [&](const VgpuDeviceInfo& d) { return d.type_id == type_id; }));
       offer.available = std::min(offer.available, std::max(0, offer.max_instances - made));
     }
     state->types.push_back(std::move(offer));
