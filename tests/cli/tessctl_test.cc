@@ -497,7 +497,9 @@ TEST_CASE("tessctl exit codes follow the HTTP status and print the server's mess
   });
   const std::vector<std::pair<int, int>> cases = {{400, 2}, {409, 2}, {404, 3}, {401, 4},
                                                   {403, 4}, {500, 5}, {503, 5}};
-  for (const auto& [http_status, exit_code] : cases) {
+  for (const auto& each : cases) {
+    const int http_status = each.first;  // not a structured binding: INFO's lambda captures it.
+    const int exit_code = each.second;
     status = http_status;
     const RunResult run = Tessctl({"--server", server.url(), "get", "1"});
     INFO("HTTP ", http_status);
