@@ -226,7 +226,7 @@ def main(argv=None):
     if admin_token:
         token_file = os.path.join(state, "admin.token")
         with open(token_file, "w") as f:
-            f.write(admin_token + "\n")
+            f.write(admin_token)  # no newline, as a service account token file
     ca = client_cert = client_key = None
     if not args.plain_http:
         import ssl

@@ -281,8 +281,11 @@ class Kubelet:
                                "lastTransitionTime": stamp})
             status.setdefault("addresses", [{"type": "InternalIP", "address": "127.0.0.1"},
                                             {"type": "Hostname", "address": name}])
-            status.setdefault("nodeInfo", {"kubeletVersion": "v1.32.0-fake", "containerRuntimeVersion": "fake://1.0",
-                                           "operatingSystem": "linux", "architecture": "amd64"})
+            status.setdefault("nodeInfo", {
+                "machineID": node["metadata"]["uid"].replace("-", ""), "systemUUID": node["metadata"]["uid"],
+                "bootID": node["metadata"]["uid"], "kernelVersion": "6.1.0-fake", "osImage": "Debian GNU/Linux 12 (bookworm)",
+                "containerRuntimeVersion": "containerd://1.7.0-fake", "kubeletVersion": "v1.32.0-fake",
+                "kubeProxyVersion": "v1.32.0-fake", "operatingSystem": "linux", "architecture": "amd64"})
             return node
         self.registry.guaranteed_update(NODES, None, name, post, internal=True)
         with self._lock:

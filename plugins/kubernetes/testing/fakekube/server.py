@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import yaml
 
-from . import errors, resources, tables
+from . import errors, protobuf, resources, tables
 from .errors import ApiError
 from .registry import Selector
 from .resources import BINDINGS, JOBS, PODS
@@ -191,6 +191,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not raw:
             return None
         ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if ctype == "application/vnd.kubernetes.protobuf":
+            try:
+                return protobuf.decode(raw)
+            except (ValueError, IndexError) as e:
+                raise ApiError(415, "UnsupportedMediaType", "fake apiserver: %s" % e) from None
         try:
             if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
                 return yaml.safe_load(raw)
@@ -286,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         if watch_path:
             rest = rest[1:]
         ns = None
-        if len(rest) >= 3 and rest[0] == "namespaces" and group == "" and rest[2] not in ("status", "finalize"):
+        if len(rest) >= 3 and rest[0] == "namespaces" and (group != "" or rest[2] not in ("status", "finalize")):
             ns, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise self._not_served()
