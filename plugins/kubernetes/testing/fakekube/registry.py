@@ -71,9 +71,24 @@ class Selector:
                               and fields_match(self.fields, obj))
 
 
+class _CachedKV:
+    __slots__ = ("key", "value", "mod_revision")
+
+    def __init__(self, key, value, mod_revision):
+        self.key, self.value, self.mod_revision = key, value, mod_revision
+
+
 class Registry:
+    # Writes start from the last value this registry read or wrote for the key, not a fresh read:
+    # etcd's compare on mod_revision still decides (a stale value only costs one retry with the
+    # current value the failed transaction returns), and a bind or a kubelet status write costs
+    # one etcd round trip instead of two. Preconditions are never judged on a cached value.
+    KV_CACHE_LIMIT = 200000
+
     def __init__(self, etcd):
         self.etcd = etcd
+        self._kv_cache = {}
+        self._pc_cache = (0.0, [])  # priority classes for globalDefault, as an admission informer
         self._ns_cache = {}
         self._ns_lock = threading.Lock()
         self.on_namespace_deleted = None
@@ -84,7 +99,22 @@ class Registry:
         kv, _ = self.etcd.get(res.key(ns, name))
         if kv is None:
             raise errors.not_found(res.group, res.name, name)
+        self._remember(kv)
         return decode(kv), kv
+
+    def _remember(self, kv):
+        if len(self._kv_cache) >= self.KV_CACHE_LIMIT:
+            self._kv_cache.clear()
+        self._kv_cache[kv.key] = kv
+
+    def _current(self, key, fresh=False):
+        """The key's last known KeyValue (None: absent), from etcd when not cached or `fresh`."""
+        kv = None if fresh else self._kv_cache.get(key)
+        if kv is None:
+            kv, _ = self.etcd.get(key)
+            if kv is not None:
+                self._remember(kv)
+        return kv
 
     def list(self, res, ns, selector, limit=0, continue_token=None, resource_version=None):
         """A <Kind>List dict at one etcd revision, with metadata.continue when `limit` cut it."""
@@ -178,8 +208,11 @@ class Registry:
             self._validate(res, obj)
             if dry_run:
                 return obj
-            ok, revision, _ = self.etcd.create(res.key(ns, meta["name"]), encode(obj))
+            key = res.key(ns, meta["name"])
+            value = encode(obj)
+            ok, revision, _ = self.etcd.create(key, value)
             if ok:
+                self._remember(_CachedKV(key, value, revision))
                 meta["resourceVersion"] = str(revision)
                 if res is NAMESPACES:
                     self._remember_namespace(obj)
@@ -237,9 +270,12 @@ class Registry:
                                        % (pod["metadata"].get("name", ""), name), "", "pods")
             pc = decode(kv)
         else:
-            kvs, _, _ = self.etcd.range(PRIORITY_CLASSES.prefix(), prefix_end(PRIORITY_CLASSES.prefix()))
-            for kv in kvs:
-                candidate = decode(kv)
+            expires, classes = self._pc_cache
+            if expires < time.monotonic():
+                kvs, _, _ = self.etcd.range(PRIORITY_CLASSES.prefix(), prefix_end(PRIORITY_CLASSES.prefix()))
+                classes = [decode(kv) for kv in kvs]
+                self._pc_cache = (time.monotonic() + NAMESPACE_CACHE_SECONDS, classes)
+            for candidate in classes:
                 if candidate.get("globalDefault"):
                     pc = candidate
                     spec["priorityClassName"] = candidate["metadata"]["name"]
@@ -324,14 +360,15 @@ class Registry:
         """Reads the object, computes mutate(copy) -> new object, writes it if nobody wrote in
         between (else re-reads and tries again; with a precondition RV a mismatch is a 409)."""
         key = res.key(ns, name)
-        kv, _ = self.etcd.get(key)
+        kv = self._current(key, fresh=precondition is not None)
         for attempt in range(100):
             if kv is None:
+                self._kv_cache.pop(key, None)
                 raise errors.not_found(res.group, res.name, name)
             old = decode(kv)
             if precondition is not None and precondition != old["metadata"]["resourceVersion"]:
                 raise errors.modified_conflict(res.group, res.name, name)
-            new = mutate(copy.deepcopy(old))
+            new = mutate(decode(kv))
             if new is None:
                 return old
             new = self._prepare_update(res, old, new, subresource, internal)
@@ -341,11 +378,14 @@ class Registry:
             if delete_now:
                 ok, revision, current = self.etcd.delete(key, kv.mod_revision)
                 if ok:
+                    self._kv_cache.pop(key, None)
                     new["metadata"]["resourceVersion"] = str(revision)
                     return new
             else:
-                ok, revision, current = self.etcd.update(key, encode(new), kv.mod_revision)
+                value = encode(new)
+                ok, revision, current = self.etcd.update(key, value, kv.mod_revision)
                 if ok:
+                    self._remember(_CachedKV(key, value, revision))
                     new["metadata"]["resourceVersion"] = str(revision)
                     if res is NAMESPACES:
                         self._remember_namespace(new)
@@ -353,6 +393,8 @@ class Registry:
             if precondition is not None:
                 raise errors.modified_conflict(res.group, res.name, name)
             kv = current
+            if kv is not None:
+                self._remember(kv)
         raise errors.ApiError(500, "InternalError", "too many conflicts updating %s %s" % (res.name, name))
 
     @staticmethod
@@ -437,9 +479,10 @@ class Registry:
             raise errors.invalid("meta.k8s.io", "DeleteOptions", "", [("propagationPolicy", "FieldValueNotSupported",
                                  'Unsupported value: "%s": supported values: "Foreground", "Background", "Orphan"' % propagation)])
         key = res.key(ns, name)
-        kv, _ = self.etcd.get(key)
+        kv = self._current(key, fresh=bool(pre))
         for attempt in range(100):
             if kv is None:
+                self._kv_cache.pop(key, None)
                 raise errors.not_found(res.group, res.name, name)
             obj = decode(kv)
             meta = obj["metadata"]
@@ -472,18 +515,23 @@ class Registry:
                     new["metadata"].pop("finalizers")
                 if new["metadata"] == {k: v for k, v in meta.items() if k != "resourceVersion"}:
                     return obj, False
-                ok, revision, current = self.etcd.update(key, encode(new), kv.mod_revision)
+                value = encode(new)
+                ok, revision, current = self.etcd.update(key, value, kv.mod_revision)
                 if ok:
+                    self._remember(_CachedKV(key, value, revision))
                     new["metadata"]["resourceVersion"] = str(revision)
                     self._after_delete(res, new, propagation, deleted=False)
                     return new, False
             else:
                 ok, revision, current = self.etcd.delete(key, kv.mod_revision)
                 if ok:
+                    self._kv_cache.pop(key, None)
                     obj["metadata"]["resourceVersion"] = str(revision)
                     self._after_delete(res, obj, propagation, deleted=True)
                     return obj, True
             kv = current
+            if kv is not None:
+                self._remember(kv)
         raise errors.ApiError(500, "InternalError", "too many conflicts deleting %s %s" % (res.name, name))
 
     def _after_delete(self, res, obj, propagation, deleted):
