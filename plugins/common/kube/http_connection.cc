@@ -11,6 +11,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
+#include <cstdint>
+#include <limits>
 #include <stop_token>
 
 namespace tessera::kube {
@@ -157,7 +159,9 @@ KubeOutcome<Done> HttpConnection::WriteRequest(const HttpRequest& request,
 
 KubeOutcome<HttpResponse> HttpConnection::ReadHeader(const CallLimits& limits) {
   parser_.emplace();
-  parser_->body_limit(boost::none);  // watches are unbounded; ReadBody callers cap what they keep
+  // Watches are unbounded; ReadBody callers cap what they keep. Not boost::none: Boost 1.74's
+  // parser compares a Content-Length against an empty limit as if it were exceeded.
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   auto code = Run(limits, [&](auto handler) {
     if (tls_) {
       http::async_read_header(*tls_, buffer_, *parser_, handler);
