@@ -46,11 +46,7 @@ void ListWatch::Fail(const KubeError& error) {
   last_error_ = error;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (error.kind == KubeErrorKind::kGone) {
-      ++stats_.gone;
-    } else {
-      ++stats_.errors;
-    }
+    if (error.kind != KubeErrorKind::kGone) ++stats_.errors;
   }
   handler_->OnError(error);
 }
@@ -153,7 +149,10 @@ ListWatch::WatchEnd ListWatch::WatchOnce(const std::stop_token& stop, bool* prog
   if (!stream.ok()) {
     if (stream.error().kind == KubeErrorKind::kCancelled) return WatchEnd::kStopped;
     Fail(stream.error());
-    return stream.error().kind == KubeErrorKind::kGone ? WatchEnd::kGone : WatchEnd::kFailed;
+    if (stream.error().kind != KubeErrorKind::kGone) return WatchEnd::kFailed;
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.gone_at_start;
+    return WatchEnd::kGone;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -192,6 +191,8 @@ ListWatch::WatchEnd ListWatch::WatchOnce(const std::stop_token& stop, bool* prog
           const KubeError error = WatchErrorOf(event.value());
           if (error.kind == KubeErrorKind::kGone) {
             Fail(error);
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++stats_.gone_in_stream;
             gone = true;
           } else {
             failure = error;

@@ -84,8 +84,9 @@ struct ListWatchStats {
   std::int64_t watches = 0;  // watches opened
   std::int64_t events = 0;   // events delivered
   std::int64_t bookmarks = 0;
-  std::int64_t gone = 0;    // 410s (either way) that forced a relist
-  std::int64_t errors = 0;  // other failures (each backed off)
+  std::int64_t gone_at_start = 0;   // watches refused with HTTP 410: relisted
+  std::int64_t gone_in_stream = 0;  // ERROR events with code 410: relisted
+  std::int64_t errors = 0;          // other failures (each backed off)
 };
 
 class ListWatch {

@@ -436,7 +436,8 @@ TEST_CASE("kube list-watch: pages, bookmarks, 410 mid-stream and at start, the r
   CHECK(stats.lists == 3);
   CHECK(stats.pages == 4);
   CHECK(stats.bookmarks == 1);
-  CHECK(stats.gone == 2);
+  CHECK(stats.gone_in_stream == 1);
+  CHECK(stats.gone_at_start == 1);
   CHECK(stats.events == 2);
   CHECK(list_watch.resource_version() == "16");
 }
