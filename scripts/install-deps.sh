@@ -18,7 +18,14 @@ packages=(
   clang-format
   clang libclang-rt-14-dev libfuzzer-14-dev
   python3 python3-matplotlib
+  etcd-server python3-etcd3 python3-kubernetes
 )
+# The fake Kubernetes API server (plugins/kubernetes/testing) keeps its objects in etcd
+# (etcd-server, through python3-etcd3) and is checked with the official Python client
+# (python3-kubernetes) and kubectl. Debian's kubectl is the package kubernetes-client, which
+# conflicts with the kubectl package some machines already have: it is added only when no
+# kubectl is on PATH.
+if ! command -v kubectl >/dev/null 2>&1; then packages+=(kubernetes-client); fi
 
 # Conan 2 (conan/, scripts/conan-check.sh) is not in Debian 12: pip installs it from PyPI when
 # `conan` is missing, into the system Python (Debian's wants --break-system-packages, PEP 668),
