@@ -73,7 +73,7 @@ def tearDownModule():
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-        if proc.returncode not in (0, -15):
+        if proc.returncode not in (0, -15) or os.environ.get("KUBE_FAKE_LOG"):
             print(open(os.path.join(FAKE_STATE["dir"], "fake.log")).read())
     shutil.rmtree(FAKE_STATE.get("dir", ""), ignore_errors=True)
 
@@ -378,6 +378,34 @@ class ObjectsAndErrors(unittest.TestCase):
             urllib.request.urlopen(FAKE_STATE["url"] + "/api/v1/namespaces", context=ctx, timeout=10).read()
 
 
+    def test_events_deletecollection_and_namespace_delete(self):
+        ns = make_namespace("collections")
+        v1 = api()
+        event = {"metadata": {"generateName": "ev-"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": ns},
+                 "reason": "Scheduled", "message": "bound to node-1", "type": "Normal", "source": {"component": "tessera"}}
+        made = v1.create_namespaced_event(ns, event)
+        self.assertEqual(v1.read_namespaced_event(made.metadata.name, ns).reason, "Scheduled")
+        self.assertEqual(len(v1.list_namespaced_event(ns, field_selector="source=tessera,reason=Scheduled").items), 1)
+        code, _, body = raw("POST", "/api/v1/namespaces/%s/events" % ns,
+                            dict(event, involvedObject={"kind": "Pod", "name": "p", "namespace": "elsewhere"}))
+        self.assertEqual(code, 422)
+        for i in range(3):
+            v1.create_namespaced_pod(ns, pod_body(name="c%d" % i, labels={"drop": "yes" if i < 2 else "no"}))
+        v1.delete_collection_namespaced_pod(ns, label_selector="drop=yes")
+        self.assertEqual([p.metadata.name for p in v1.list_namespaced_pod(ns).items], ["c2"])
+        gone = v1.delete_namespace(ns)
+        wait_for(lambda: phase_namespace(ns) is None, what="namespace and its content deleted")
+        code, _, body = raw("GET", "/api/v1/namespaces/%s/pods/c2" % ns)
+        self.assertEqual(code, 404)
+
+
+def phase_namespace(name):
+    try:
+        return api().read_namespace(name).status.phase
+    except ApiException:
+        return None
+
+
 class Selectors(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -572,7 +600,7 @@ class PodLifecycle(unittest.TestCase):
         self.assertIsNotNone(cs.state.running.started_at)
         self.assertTrue(running.status.pod_ip)
         wait_for(lambda: phase(ns, "ok") == "Succeeded", what="ok Succeeded")
-        wait_for(lambda: phase(ns, "fails") == "Failed", what="fails Failed")
+        wait_for(lambda: phase(ns, "fails") == "Failed", what="fails Failed: %s" % v1.read_namespaced_pod("fails", ns).status)
         failed = v1.read_namespaced_pod("fails", ns)
         self.assertEqual(failed.status.container_statuses[0].state.terminated.exit_code, 3)
         self.assertEqual(failed.status.container_statuses[0].state.terminated.reason, "Error")

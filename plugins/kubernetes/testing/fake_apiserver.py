@@ -20,11 +20,14 @@ plugins/kubernetes/testing/README.md has the control endpoints and the kubelet's
 
 Where it differs from kube-apiserver (what a test against it cannot show):
 - Served: only the kinds above. No services, endpoints, configmaps, secrets, service accounts,
-  leases, PodDisruptionBudgets, CRDs, RBAC objects, API aggregation, protobuf (JSON and YAML
-  request bodies only; clients asking for protobuf get JSON), Table output (kubectl prints its
-  own columns), server-side apply (apply-patch+yaml is 415), exec/logs/attach/port-forward,
-  /openapi/v2 and /openapi/v3 (404: kubectl then validates nothing client-side), aggregated
-  discovery (kubectl falls back to the legacy documents), dryRun other than on create.
+  leases, PodDisruptionBudgets, CRDs, RBAC objects, API aggregation, protobuf (request bodies
+  are JSON or YAML, except a protobuf Namespace, which `kubectl create namespace` sends; so
+  `kubectl create job|deployment|...` get 415, `kubectl apply/create -f` work; replies are
+  always JSON), server-side apply (apply-patch+yaml is 415), exec/logs/attach/port-forward,
+  OpenAPI (/openapi/v2 is an empty document, so kubectl validates nothing client-side;
+  /openapi/v3 is 404), aggregated discovery (kubectl falls back to the legacy documents),
+  dryRun other than on create. Server-side Tables exist for pods, nodes, namespaces, jobs and
+  events (other kinds: NAME and AGE).
 - Admission: NamespaceLifecycle (namespace must exist, not be terminating), Priority (unknown
   priorityClassName 403, spec.priority from the class, globalDefault) and
   DefaultTolerationSeconds are done; ServiceAccount, LimitRanger, ResourceQuota, PodSecurity,
@@ -44,7 +47,7 @@ Where it differs from kube-apiserver (what a test against it cannot show):
   scheduler (pods stay Pending until bound), no node lifecycle controller and no pod GC (a
   NotReady or deleted node keeps its pods as they are), garbage collection only for a job
   deleted with propagation Background or Foreground (its pods are deleted) and namespace
-  deletion (everything in it is deleted, then the namespace). The kubelet stand-in is described
+  deletion (everything in it is deleted with grace 0, then the namespace). The kubelet stand-in is described
   in fakekube/kubelet.py; no node heartbeats.
 """
 

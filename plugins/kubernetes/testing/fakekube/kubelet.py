@@ -307,10 +307,11 @@ class Kubelet:
 
         def run(p):
             status = p.setdefault("status", {})
-            if status.get("phase") != "Pending" or p["metadata"].get("deletionTimestamp"):
+            node = (p.get("spec") or {}).get("nodeName")
+            if status.get("phase") != "Pending" or p["metadata"].get("deletionTimestamp") or not node:
                 return None
             stamp = _ts(started)
-            host = self._host_ip(p["spec"]["nodeName"])
+            host = self._host_ip(node)
             ip = self._pod_ip(p["metadata"]["uid"])
             status.update({
                 "phase": "Running", "hostIP": host, "hostIPs": [{"ip": host}], "podIP": ip, "podIPs": [{"ip": ip}],

@@ -88,6 +88,7 @@ class Registry:
     def __init__(self, etcd):
         self.etcd = etcd
         self._kv_cache = {}
+        self._cache_lock = threading.Lock()
         self._pc_cache = (0.0, [])  # priority classes for globalDefault, as an admission informer
         self._ns_cache = {}
         self._ns_lock = threading.Lock()
@@ -103,18 +104,29 @@ class Registry:
         return decode(kv), kv
 
     def _remember(self, kv):
-        if len(self._kv_cache) >= self.KV_CACHE_LIMIT:
-            self._kv_cache.clear()
-        self._kv_cache[kv.key] = kv
+        """Caches `kv` unless a newer value of the key is cached (a read that raced a write
+        must not put the older value back)."""
+        with self._cache_lock:
+            if len(self._kv_cache) >= self.KV_CACHE_LIMIT:
+                self._kv_cache.clear()
+            cached = self._kv_cache.get(kv.key)
+            if cached is None or cached.mod_revision <= kv.mod_revision:
+                self._kv_cache[kv.key] = kv
+
+    def _forget(self, key):
+        with self._cache_lock:
+            self._kv_cache.pop(key, None)
 
     def _current(self, key, fresh=False):
-        """The key's last known KeyValue (None: absent), from etcd when not cached or `fresh`."""
+        """(KeyValue or None when absent, whether it came from the cache): from etcd when not
+        cached or `fresh`."""
         kv = None if fresh else self._kv_cache.get(key)
-        if kv is None:
-            kv, _ = self.etcd.get(key)
-            if kv is not None:
-                self._remember(kv)
-        return kv
+        if kv is not None:
+            return kv, True
+        kv, _ = self.etcd.get(key)
+        if kv is not None:
+            self._remember(kv)
+        return kv, False
 
     def list(self, res, ns, selector, limit=0, continue_token=None, resource_version=None):
         """A <Kind>List dict at one etcd revision, with metadata.continue when `limit` cut it."""
@@ -360,25 +372,32 @@ class Registry:
         """Reads the object, computes mutate(copy) -> new object, writes it if nobody wrote in
         between (else re-reads and tries again; with a precondition RV a mismatch is a 409)."""
         key = res.key(ns, name)
-        kv = self._current(key, fresh=precondition is not None)
+        kv, cached = self._current(key, fresh=precondition is not None)
         for attempt in range(100):
             if kv is None:
-                self._kv_cache.pop(key, None)
+                self._forget(key)
                 raise errors.not_found(res.group, res.name, name)
             old = decode(kv)
             if precondition is not None and precondition != old["metadata"]["resourceVersion"]:
                 raise errors.modified_conflict(res.group, res.name, name)
-            new = mutate(decode(kv))
-            if new is None:
-                return old
-            new = self._prepare_update(res, old, new, subresource, internal)
-            if new == old:
+            try:
+                new = mutate(decode(kv))
+                if new is not None:
+                    new = self._prepare_update(res, old, new, subresource, internal)
+            except Exception:
+                if not cached:
+                    raise
+                new = None  # judged on a cached value: judge again on a fresh one
+            if new is None or new == old:
+                if cached:  # "nothing to do" or a refusal is only decided on the current value
+                    kv, cached = self._current(key, fresh=True)
+                    continue
                 return old
             delete_now = self._finalized(res, new)
             if delete_now:
                 ok, revision, current = self.etcd.delete(key, kv.mod_revision)
                 if ok:
-                    self._kv_cache.pop(key, None)
+                    self._forget(key)
                     new["metadata"]["resourceVersion"] = str(revision)
                     return new
             else:
@@ -392,7 +411,7 @@ class Registry:
                     return new
             if precondition is not None:
                 raise errors.modified_conflict(res.group, res.name, name)
-            kv = current
+            kv, cached = current, False
             if kv is not None:
                 self._remember(kv)
         raise errors.ApiError(500, "InternalError", "too many conflicts updating %s %s" % (res.name, name))
@@ -400,6 +419,8 @@ class Registry:
     @staticmethod
     def _finalized(res, obj):
         meta = obj["metadata"]
+        if res is NAMESPACES and (obj.get("spec") or {}).get("finalizers"):
+            return False
         return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
             not meta.get("deletionGracePeriodSeconds")
 
@@ -479,10 +500,10 @@ class Registry:
             raise errors.invalid("meta.k8s.io", "DeleteOptions", "", [("propagationPolicy", "FieldValueNotSupported",
                                  'Unsupported value: "%s": supported values: "Foreground", "Background", "Orphan"' % propagation)])
         key = res.key(ns, name)
-        kv = self._current(key, fresh=bool(pre))
+        kv, _ = self._current(key, fresh=bool(pre))
         for attempt in range(100):
             if kv is None:
-                self._kv_cache.pop(key, None)
+                self._forget(key)
                 raise errors.not_found(res.group, res.name, name)
             obj = decode(kv)
             meta = obj["metadata"]
@@ -504,16 +525,21 @@ class Registry:
             finalizers = list(meta.get("finalizers") or [])
             if res is JOBS and propagation == "Foreground" and "foregroundDeletion" not in finalizers:
                 finalizers.append("foregroundDeletion")
-            if grace > 0 or finalizers:
+            # a namespace with spec.finalizers ("kubernetes") waits for the namespace controller
+            terminating = res is NAMESPACES and bool((obj.get("spec") or {}).get("finalizers"))
+            if grace > 0 or finalizers or terminating:
                 new = copy.deepcopy(obj)
                 new["metadata"].pop("resourceVersion")
+                if terminating:
+                    new.setdefault("status", {})["phase"] = "Terminating"
                 if not meta.get("deletionTimestamp") or grace < meta.get("deletionGracePeriodSeconds", grace + 1):
                     new["metadata"]["deletionTimestamp"] = now_rfc3339(grace)
                 new["metadata"]["deletionGracePeriodSeconds"] = grace
                 new["metadata"]["finalizers"] = finalizers
                 if not finalizers:
                     new["metadata"].pop("finalizers")
-                if new["metadata"] == {k: v for k, v in meta.items() if k != "resourceVersion"}:
+                if new["metadata"] == {k: v for k, v in meta.items() if k != "resourceVersion"} and \
+                        new.get("status") == obj.get("status"):
                     return obj, False
                 value = encode(new)
                 ok, revision, current = self.etcd.update(key, value, kv.mod_revision)
@@ -525,7 +551,7 @@ class Registry:
             else:
                 ok, revision, current = self.etcd.delete(key, kv.mod_revision)
                 if ok:
-                    self._kv_cache.pop(key, None)
+                    self._forget(key)
                     obj["metadata"]["resourceVersion"] = str(revision)
                     self._after_delete(res, obj, propagation, deleted=True)
                     return obj, True
