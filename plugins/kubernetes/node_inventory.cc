@@ -170,6 +170,18 @@ KubeNode NodeFromKube(const json& node, const NodeTranslation& translation) {
     model = ModelFromProductLabel(product->second, gpu_memory_mib);
   }
   if (model.empty()) model = "unknown";
+  if (!labels.count("nvidia.com/gpu.memory")) {
+    // "A100-80GB", "H200-141GB": the marketed memory.
+    const size_t dash = model.rfind('-');
+    if (dash != std::string::npos && model.size() > dash + 3 &&
+        model.compare(model.size() - 2, 2, "GB") == 0) {
+      if (const std::optional<int64_t> gb =
+              QuantityCount(model.substr(dash + 1, model.size() - dash - 3));
+          gb && *gb > 0) {
+        gpu_memory_mib = *gb * 1024;
+      }
+    }
+  }
 
   int64_t replicas = 1;
   if (auto r = labels.find("nvidia.com/gpu.replicas"); r != labels.end()) {

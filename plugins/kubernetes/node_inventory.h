@@ -39,8 +39,9 @@ namespace tessera::kubernetes {
 struct NodeTranslation {
   // The node label copied to the scheduler's "rack" label (its locality domain); empty: none.
   std::string rack_label;
-  // GPU memory when the node has no `nvidia.com/gpu.memory` label (MiB); 0 = unknown.
-  int64_t default_gpu_memory_mib = 0;
+  // GPU memory (MiB) when the node has no `nvidia.com/gpu.memory` label and the model name has
+  // no "-<n>GB" suffix ("A100-80GB" has 81920).
+  int64_t default_gpu_memory_mib = 16384;
 };
 
 struct KubeNode {

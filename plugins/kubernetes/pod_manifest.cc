@@ -171,7 +171,7 @@ bool BuildPod(const v1::LaunchTask& task, const PodOptions& options, json* pod,
 bool TaskOfPod(const json& pod, v1::TaskRef* ref) {
   if (!pod.is_object()) return false;
   const json& labels = pod.value("metadata", json::object()).value("labels", json::object());
-  if (!labels.is_object() || labels.value(kManagedByLabel, "") != "tessera") return false;
+  if (!labels.is_object() || labels.value(kBackendLabel, "").empty()) return false;
   uint64_t job = 0, attempt = 0, index = 0;
   if (!ParseUint(labels.value(kJobLabel, ""), &job) ||
       !ParseUint(labels.value(kAttemptLabel, ""), &attempt) ||

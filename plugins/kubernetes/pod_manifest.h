@@ -58,7 +58,8 @@ inline constexpr const char* kJobLabel = "tessera.io/job";
 inline constexpr const char* kAttemptLabel = "tessera.io/attempt";
 inline constexpr const char* kTaskLabel = "tessera.io/task";
 
-// The task a pod made by BuildPod runs, from its labels; false for any other pod.
+// The task a pod runs, from the labels BuildPod gives it (and the backend puts on a pod it took
+// in before binding it); false for any other pod.
 bool TaskOfPod(const nlohmann::json& pod, v1::TaskRef* ref);
 
 }  // namespace tessera::kubernetes

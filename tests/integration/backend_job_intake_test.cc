@@ -185,7 +185,7 @@ TEST_CASE("job source: a submit the scheduler refuses leaves it as it was") {
   Scheduler* s = t.scheduler.get();
   probe->Emit(SubmitEvent("x", JobSpecBuilder("no-such-queue").Gpus(1).Build()));
   probe->Emit(SubmitEvent("", JobSpecBuilder("default").Gpus(1).Build()));
-  probe->Emit(SubmitEvent(std::string(300, 'u'), JobSpecBuilder("default").Gpus(1).Build()));
+  probe->Emit(SubmitEvent(std::string(600, 'u'), JobSpecBuilder("default").Gpus(1).Build()));
   s->WaitIdle();
   CHECK(AllJobs(s).empty());
   // And the backend is still healthy and takes the next one.

@@ -11,8 +11,8 @@
 namespace tessera {
 namespace {
 
-// As a Kubernetes object's uid or "<namespace>/<name>" would be; longer is a plugin's mistake.
-constexpr size_t kMaxExternalIdBytes = 253;
+// "<namespace>/<name>/<uid>" of a Kubernetes pod fits; longer is a plugin's mistake.
+constexpr size_t kMaxExternalIdBytes = 512;
 
 std::string ExternalIdError(const std::string& external_id) {
   if (external_id.empty()) return "external_id: required";

@@ -132,6 +132,7 @@ TEST_CASE("mixed-strategy MIG resources are packed onto GPUs at NVIDIA's placeme
   CHECK(k.spec.gpus(0).sharing() == v1::GPU_SHARING_EXCLUSIVE);
   CHECK(k.spec.gpus(1).sharing() == v1::GPU_SHARING_MIG);
   CHECK_FALSE(k.spec.gpus(1).mig_managed());
+  CHECK(k.spec.gpus(1).memory_mib() == 81920);  // no memory label: the model's marketed memory.
   REQUIRE(k.spec.gpus(1).mig_instances_size() == 1);
   CHECK(k.spec.gpus(1).mig_instances(0).profile() == "7g.80gb");
   REQUIRE(k.spec.gpus(2).mig_instances_size() == 2);
