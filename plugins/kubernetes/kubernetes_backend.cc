@@ -140,20 +140,25 @@ PluginStatus KubernetesBackend::Init(const std::string& text) {
   nodes.label_selector = config_.node_selector;
   node_watch_ = std::make_unique<kube::ListWatch>(client_.get(), nodes, node_handler_.get());
   node_watch_->Start();
-  return PluginStatus::Ok();
-}
-
-PluginStatus KubernetesBackend::Start(const v1::StartRequest&) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    started_ = true;
-  }
+  // And this backend's pods: their events wait in pending_ until Start (or PollEvents).
   pod_handler_ = std::make_unique<PodHandler>(this);
   kube::ListWatchOptions pods;
   pods.resource = kube::Resource::Pods();
   pods.label_selector = std::string(kBackendLabel) + "=" + config_.name;
   pod_watch_ = std::make_unique<kube::ListWatch>(client_.get(), pods, pod_handler_.get());
   pod_watch_->Start();
+  return PluginStatus::Ok();
+}
+
+PluginStatus KubernetesBackend::Start(const v1::StartRequest&) {
+  // From now on the host takes events by callback; what came before waits in pending_.
+  std::vector<v1::BackendEvent> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+    pending.swap(pending_);
+  }
+  Emit(pending);
   if (!config_.scheduler_name.empty()) {
     intake_handler_ = std::make_unique<IntakeHandler>(this);
     kube::ListWatchOptions intake;
@@ -220,7 +225,7 @@ void KubernetesBackend::OnNode(const json& node, bool deleted) {
     v1::BackendEvent event;
     event.set_kind(v1::BackendEvent::INVENTORY_CHANGED);
     event.set_time_us(host().NowUs());
-    host().Emit(event);
+    Emit({event});
   }
 }
 
@@ -248,7 +253,22 @@ v1::BackendEvent KubernetesBackend::TaskEvent(v1::BackendEvent::Kind kind,
 }
 
 void KubernetesBackend::Emit(const std::vector<v1::BackendEvent>& events) {
+  if (events.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) {
+      pending_.insert(pending_.end(), events.begin(), events.end());
+      return;
+    }
+  }
   for (const v1::BackendEvent& event : events) host().Emit(event);
+}
+
+PluginStatus KubernetesBackend::PollEvents(v1::BackendEvents* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (v1::BackendEvent& event : pending_) *out->add_events() = std::move(event);
+  pending_.clear();
+  return PluginStatus::Ok();
 }
 
 void KubernetesBackend::Rejected(const v1::TaskRef& ref, bool retryable, const std::string& why) {
@@ -260,7 +280,7 @@ void KubernetesBackend::Rejected(const v1::TaskRef& ref, bool retryable, const s
   v1::BackendEvent event = TaskEvent(v1::BackendEvent::LAUNCH_REJECTED, ref);
   event.set_retryable(retryable);
   event.set_message(why);
-  host().Emit(event);
+  Emit({event});
 }
 
 void KubernetesBackend::Log(int level, const std::string& message) const {
@@ -402,7 +422,6 @@ void KubernetesBackend::OnPod(const json& pod, bool deleted) {
   std::vector<v1::BackendEvent> events;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!started_) return;
     TaskState& state = tasks_[KeyOf(ref)];
     if (state.pod.empty()) {
       state.namespace_name = StringAt(metadata, "namespace");
@@ -518,7 +537,7 @@ void KubernetesBackend::DeletePod(const v1::TaskRef& ref, const std::string& ns,
       v1::BackendEvent exited = TaskEvent(v1::BackendEvent::TASK_EXITED, ref);
       exited.set_exit_code(kDeletedExitCode);
       exited.set_message("stopped before its pod existed");
-      host().Emit(exited);
+      Emit({exited});
     }
     return;
   }
@@ -526,6 +545,23 @@ void KubernetesBackend::DeletePod(const v1::TaskRef& ref, const std::string& ns,
 }
 
 PluginStatus KubernetesBackend::Reconcile(v1::LiveTasks* out) {
+  // Live: every pod of this backend not ended or being deleted, and every launch accepted whose
+  // pod the work queue has not made yet.
+  std::set<TaskKey> live;
+  auto add = [&](const v1::TaskRef& ref) {
+    if (live.insert(KeyOf(ref)).second) *out->add_tasks() = ref;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, state] : tasks_) {
+      if (state.ended || state.stopping) continue;
+      v1::TaskRef ref;
+      ref.set_job(std::get<0>(key));
+      ref.set_attempt(std::get<1>(key));
+      ref.set_task(std::get<2>(key));
+      add(ref);
+    }
+  }
   kube::ListOptions list;
   list.label_selector = std::string(kBackendLabel) + "=" + config_.name;
   list.limit = 500;
@@ -542,7 +578,7 @@ PluginStatus KubernetesBackend::Reconcile(v1::LiveTasks* out) {
       v1::TaskRef ref;
       if (!TaskOfPod(pod, &ref) || Terminal(pod)) continue;
       if (!MetadataOf(pod).value("deletionTimestamp", json()).is_null()) continue;
-      *out->add_tasks() = ref;
+      add(ref);
       std::lock_guard<std::mutex> lock(mu_);
       TaskState& state = tasks_[KeyOf(ref)];
       state.namespace_name = StringAt(MetadataOf(pod), "namespace");

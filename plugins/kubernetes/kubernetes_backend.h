@@ -13,8 +13,9 @@
 //     (pod_intake.h, BackendEvent SUBMIT_JOB) and bound when their job is placed; deleting such
 //     a pod cancels its job (WITHDRAW_JOB).
 //
-// Threading: the host's calls come on its operation lanes; three list-watch loops (nodes, this
-// backend's pods, pods addressed to the scheduler) run on their own threads; API calls that
+// Threading: the host's calls come on its operation lanes; three list-watch loops (nodes and
+// this backend's pods from Init, pods addressed to the scheduler from Start) run on their own
+// threads; events from before Start wait for it, or for PollEvents; API calls that
 // change pods run on the work queue. `mu_` guards the shared maps; events are emitted after it
 // is released.
 #pragma once
@@ -59,6 +60,8 @@ class KubernetesBackend : public plugin::Plugin {
   plugin::PluginStatus Launch(const v1::LaunchTask& request) override;
   plugin::PluginStatus Stop(const v1::StopTask& request) override;
   plugin::PluginStatus Reconcile(v1::LiveTasks* out) override;
+  // Events from before Start (a host of ABI 1.0 never calls it, and polls).
+  plugin::PluginStatus PollEvents(v1::BackendEvents* out) override;
 
  private:
   using TaskKey = std::tuple<uint64_t, int32_t, int32_t>;
@@ -121,6 +124,7 @@ class KubernetesBackend : public plugin::Plugin {
   std::map<std::string, IntakeEntry> intake_;    // waiting pods by uid; guarded by mu_
   std::set<std::string> submitted_;              // external ids submitted; guarded by mu_
   std::map<std::string, std::string> refused_;   // uid -> why it cannot be taken in
+  std::vector<v1::BackendEvent> pending_;        // before Start; guarded by mu_
   // Submits every waiting pod again each resubmit_interval_s (submits are idempotent).
   std::condition_variable_any resubmit_cv_;
   std::jthread resubmitter_;
