@@ -33,6 +33,7 @@
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
 #include "kube/list_watch.h"
+#include "kubernetes/fake_apiserver_process.h"
 
 namespace tessera::kube {
 namespace {
@@ -375,84 +376,6 @@ TEST_CASE("kube_client_fake: 410 at watch start after a watch timed out while aw
   CHECK(std::chrono::steady_clock::now() - start < 1s);
 }
 
-// The fake and its etcd, started for the whole run and stopped when its stdin closes.
-class FakeApiServer {
- public:
-  bool Start(std::string* error) {
-    char pattern[] = "/tmp/tessera-kube-client-fake-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) {
-      *error = "mkdtemp failed";
-      return false;
-    }
-    state_ = pattern;
-    const std::string info = state_ + "/info.json";
-    int pipe_fds[2];
-    if (::pipe(pipe_fds) != 0) {
-      *error = "pipe failed";
-      return false;
-    }
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(pipe_fds[0], 0);
-      ::close(pipe_fds[1]);
-      const std::string log = state_ + "/fake.log";
-      FILE* out = std::fopen(log.c_str(), "w");
-      if (out != nullptr) {
-        ::dup2(fileno(out), 1);
-        ::dup2(fileno(out), 2);
-      }
-      ::execl(TESSERA_DEBIAN_PYTHON3, TESSERA_DEBIAN_PYTHON3, TESSERA_KUBE_FAKE_APISERVER,
-              "--launch-etcd", "--state-dir", state_.c_str(), "--info-file", info.c_str(),
-              "--bookmark-interval", "1", "--exit-on-stdin-eof", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(pipe_fds[0]);
-    stdin_ = pipe_fds[1];
-    for (int i = 0; i < 600; ++i) {
-      std::ifstream in(info);
-      std::stringstream text;
-      text << in.rdbuf();
-      if (!text.str().empty() && text.str().back() == '\n') {
-        g_info = json::parse(text.str(), nullptr, false);
-        if (g_info.is_object()) return true;
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        *error = "the fake API server exited at start; see " + state_ + "/fake.log";
-        return false;
-      }
-      std::this_thread::sleep_for(100ms);
-    }
-    *error = "the fake API server did not start within 60 s; see " + state_ + "/fake.log";
-    return false;
-  }
-
-  ~FakeApiServer() {
-    if (stdin_ >= 0) ::close(stdin_);
-    if (pid_ > 0) {
-      for (int i = 0; i < 100; ++i) {
-        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-          pid_ = -1;
-          break;
-        }
-        std::this_thread::sleep_for(50ms);
-      }
-      if (pid_ > 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-      }
-    }
-    std::error_code ignored;
-    if (!state_.empty()) fs::remove_all(state_, ignored);
-  }
-
- private:
-  std::string state_;
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
-
 bool OnPath(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
 }
@@ -475,12 +398,13 @@ int main(int argc, char** argv) {
                  "(scripts/install-deps.sh installs them)\n";
     return 77;
   }
-  tessera::kube::FakeApiServer fake;
+  tessera::testing::FakeApiServerProcess fake;
   std::string error;
-  if (!fake.Start(&error)) {
+  if (!fake.Start(TESSERA_DEBIAN_PYTHON3, TESSERA_KUBE_FAKE_APISERVER, &error)) {
     std::cerr << error << "\n";
     return 1;
   }
+  tessera::kube::g_info = fake.info();
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -149,6 +149,12 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
     if (owner < 0 || owner == member) return;
     backends_[owner]->executor()->PartitionFailed(node, gpu, why);
   };
+  host.on_job_submitted = [this, member](const v1::JobSpec& job, const std::string& external_id) {
+    SubmitFromBackend(backend_set_->name(member), job, external_id);
+  };
+  host.on_job_withdrawn = [this, member](const std::string& external_id) {
+    WithdrawFromBackend(backend_set_->name(member), external_id);
+  };
   host.on_lost = [this, member](const std::string& why) {
     engine_->LoseNodes(backend_set_->NodesOf(member),
                        "backend '" + backend_set_->name(member) + "' failed: " + why);

@@ -109,6 +109,12 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   // Strand: a backend's nodes changed; the engine takes the change, and nodes that join get the
   // flags an operator stored for them.
   void TakeInventoryChange(const InventoryDiff& diff, const std::string& backend);
+  // A job source's work (BackendEvent SUBMIT_JOB, WITHDRAW_JOB; backend_job_intake.cc): submitted
+  // with its external id as idempotency key in the backend's scope (model/job_source.h), and
+  // cancelled by it. Strand; neither blocks.
+  void SubmitFromBackend(const std::string& backend, const v1::JobSpec& job,
+                         const std::string& external_id);
+  void WithdrawFromBackend(const std::string& backend, const std::string& external_id);
 
   // EngineHost.
   void Persist(JobUpdate update, std::function<void(const Status&)> durable) override;

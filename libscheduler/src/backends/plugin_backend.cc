@@ -79,6 +79,9 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
   wiring.on_foreign_partition_started = host_.on_foreign_partition_started;
   wiring.on_foreign_partition_result = host_.on_foreign_partition_result;
   wiring.on_foreign_partition_failed = host_.on_foreign_partition_failed;
+  wiring.backend_name = name_;
+  wiring.on_job_submitted = host_.on_job_submitted;
+  wiring.on_job_withdrawn = host_.on_job_withdrawn;
   wiring.on_unhealthy = [this, library](const std::string& why) {
     unhealthy_ = why;
     host_.on_lost(why);

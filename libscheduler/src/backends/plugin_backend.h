@@ -65,6 +65,9 @@ class PluginBackend {
     std::function<void(const std::string& node, int gpu, const std::string& why)>
         on_foreign_partition_failed;
     uint64_t fencing_epoch = 0;  // Options::fencing_epoch.
+    // A job source's submits and withdrawals (PluginExecutor::Wiring).
+    std::function<void(const v1::JobSpec& job, const std::string& external_id)> on_job_submitted;
+    std::function<void(const std::string& external_id)> on_job_withdrawn;
   };
 
   // Loads and opens the backend; `options.name` empty takes the plugin's own name.

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "model/gpu_partition.h"
+#include "model/job_source.h"
 #include "model/placement_terms.h"
 
 namespace tessera {
@@ -132,9 +133,14 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   job.last_checkpoint_us = status.last_checkpoint_us();
   job.sim_duration_ms = spec.simulation().duration_ms();
   job.sim_exit_code = spec.simulation().exit_code();
+  std::string source_backend, external_id;
+  const bool from_backend =
+      ParseBackendSubmitKey(stored.idempotency_key(), &source_backend, &external_id);
   if (spec.command_size() > 0 || spec.env_size() > 0 || spec.labels_size() > 0 ||
-      !spec.backend_spec().empty()) {
+      !spec.backend_spec().empty() || from_backend) {
     auto details = std::make_shared<JobDetails>();
+    details->submitted_by_backend = std::move(source_backend);
+    details->external_id = std::move(external_id);
     details->job_name = spec.name();
     details->command.assign(spec.command().begin(), spec.command().end());
     details->env.insert(spec.env().begin(), spec.env().end());

@@ -41,6 +41,10 @@ struct JobDetails {
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> labels;
   std::string backend_spec;
+  // A job a backend submitted (model/job_source.h): that backend's name and the job's external
+  // id there; empty for any other job.
+  std::string submitted_by_backend;
+  std::string external_id;
 };
 
 struct LaunchRequest {

@@ -41,7 +41,7 @@ const v1::PartitionInstance* DeviceBook::MigDevice(const std::string& node, int 
 }
 
 v1::LaunchTask MakeLaunchTask(const LaunchRequest& request, const DeviceBook& devices,
-                              uint64_t epoch) {
+                              uint64_t epoch, const std::string& backend) {
   v1::LaunchTask launch;
   v1::TaskRef* ref = launch.mutable_ref();
   ref->set_job(request.ref.job);
@@ -85,6 +85,9 @@ v1::LaunchTask MakeLaunchTask(const LaunchRequest& request, const DeviceBook& de
     launch.mutable_env()->insert(request.details->env.begin(), request.details->env.end());
     launch.mutable_labels()->insert(request.details->labels.begin(), request.details->labels.end());
     launch.set_backend_spec(request.details->backend_spec);
+    if (!request.details->external_id.empty() && request.details->submitted_by_backend == backend) {
+      launch.set_external_id(request.details->external_id);
+    }
   }
   launch.set_queue(request.queue);
   launch.set_priority(request.priority);

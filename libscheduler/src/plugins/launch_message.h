@@ -5,12 +5,13 @@
 // from the inventory, and for a MIG share the instance's "MIG-" UUID with its GPU and compute
 // instance ids from the partitioner's result (GpuDevice.instances). An MPS share carries its
 // client limits, and every launch the job's queue, priority, labels, time limit, backend spec and
-// the host's fencing epoch. A device the backend reported no name for is left empty.
+// the host's fencing epoch; a job the backend submitted itself, its external id. A device the
+// backend reported no name for is left empty.
 //
 //   DeviceBook book;
 //   book.Take(inventory);                  // at open and at every inventory change
 //   book.TakeGpu("a-0", 3, applied_gpu);   // after a partition result
-//   v1::LaunchTask launch = MakeLaunchTask(request, book, epoch);
+//   v1::LaunchTask launch = MakeLaunchTask(request, book, epoch, backend_name);
 //
 // Strand only, like the executor that keeps it.
 #pragma once
@@ -45,7 +46,9 @@ class DeviceBook {
   std::unordered_map<std::string, std::vector<v1::GpuDevice>> gpus_;  // node -> its GPUs.
 };
 
+// `backend` is the name of the backend the launch goes to: a job it submitted itself
+// (model/job_source.h) gets its external id, no other.
 v1::LaunchTask MakeLaunchTask(const LaunchRequest& request, const DeviceBook& devices,
-                              uint64_t epoch);
+                              uint64_t epoch, const std::string& backend);
 
 }  // namespace tessera

@@ -324,7 +324,8 @@ void PluginExecutor::PostRequest(const std::string& what, OperationKind kind, st
 
 void PluginExecutor::Launch(const LaunchRequest& request) {
   if (HeldForPartition(request)) return;
-  const v1::LaunchTask launch = MakeLaunchTask(request, devices_, shared_->wiring.fencing_epoch);
+  const v1::LaunchTask launch = MakeLaunchTask(request, devices_, shared_->wiring.fencing_epoch,
+                                               shared_->wiring.backend_name);
   ExecutorEvents* events = shared_->wiring.events;
   const TaskRef ref = request.ref;
   PostRequest(

@@ -117,6 +117,12 @@ class PluginExecutor final : public Executor {
         on_foreign_partition_result;
     std::function<void(const std::string& node, int gpu, const std::string& why)>
         on_foreign_partition_failed;
+    // The backend's name (BackendOptions::name, else the plugin's): launches of the jobs it
+    // submitted carry their external id (LaunchMessage).
+    std::string backend_name;
+    // A job source's work (BackendEvent SUBMIT_JOB, WITHDRAW_JOB); run on the strand.
+    std::function<void(const v1::JobSpec& job, const std::string& external_id)> on_job_submitted;
+    std::function<void(const std::string& external_id)> on_job_withdrawn;
   };
 
   // Makes an instance of `library` (on_init with options.config), waiting at most the deadline.

@@ -266,6 +266,16 @@ struct PluginExecutor::Shared {
           }
         });
         break;
+      case v1::BackendEvent::SUBMIT_JOB:
+        Post([on = wiring.on_job_submitted, job = event.job(), id = event.external_id()] {
+          if (on) on(job, id);
+        });
+        break;
+      case v1::BackendEvent::WITHDRAW_JOB:
+        Post([on = wiring.on_job_withdrawn, id = event.external_id()] {
+          if (on) on(id);
+        });
+        break;
       case v1::BackendEvent::INVENTORY_CHANGED:
         Post([weak = self] {
           if (std::shared_ptr<Shared> s = weak.lock(); s && s->inventory_hook) s->inventory_hook();

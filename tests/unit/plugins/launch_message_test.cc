@@ -34,7 +34,7 @@ TEST_CASE("launch message: whole GPUs are named by their UUIDs, unknown ones lef
   request.node = "a-0";
   request.gpus = {0, 5};
   request.gpu_milli = 1000;
-  const v1::LaunchTask launch = MakeLaunchTask(request, book, 9);
+  const v1::LaunchTask launch = MakeLaunchTask(request, book, 9, "b");
   REQUIRE(launch.device_uuids_size() == 2);
   CHECK(launch.device_uuids(0) == "GPU-0");
   CHECK(launch.device_uuids(1) == "");  // GPU 5 is not in the inventory.
@@ -57,7 +57,7 @@ TEST_CASE("launch message: a MIG share names its instance, as the partitioner la
   partition.set_mig_profile("3g.40gb");
   partition.set_mig_start(4);
   request.partition = partition;
-  v1::LaunchTask launch = MakeLaunchTask(request, book, 0);
+  v1::LaunchTask launch = MakeLaunchTask(request, book, 0, "b");
   REQUIRE(launch.device_uuids_size() == 1);
   CHECK(launch.device_uuids(0) == "MIG-aaaa");
   CHECK(launch.mig().uuid() == "MIG-aaaa");
@@ -68,13 +68,13 @@ TEST_CASE("launch message: a MIG share names its instance, as the partitioner la
   relaid.mutable_instances(0)->set_uuid("MIG-bbbb");
   relaid.mutable_instances(0)->set_gpu_instance_id(5);
   book.TakeGpu("a-0", 1, relaid);
-  launch = MakeLaunchTask(request, book, 0);
+  launch = MakeLaunchTask(request, book, 0, "b");
   CHECK(launch.mig().uuid() == "MIG-bbbb");
   CHECK(launch.mig().gpu_instance_id() == 5);
 
   // An instance the partitioner never named: no MIG device, and not the whole GPU either.
   request.partition->set_mig_start(0);
-  launch = MakeLaunchTask(request, book, 0);
+  launch = MakeLaunchTask(request, book, 0, "b");
   CHECK_FALSE(launch.has_mig());
   CHECK(launch.device_uuids(0) == "");
 }
@@ -89,7 +89,7 @@ TEST_CASE("launch message: an MPS share carries its thread percentage and memory
   v1::GpuPartition partition;
   partition.set_sharing(v1::GPU_SHARING_MPS);
   request.partition = partition;
-  const v1::LaunchTask launch = MakeLaunchTask(request, book, 0);
+  const v1::LaunchTask launch = MakeLaunchTask(request, book, 0, "b");
   CHECK(launch.mps().active_thread_pct() == 25);
   CHECK(launch.mps().pinned_memory_mib() == 8192);
 }
@@ -107,7 +107,7 @@ TEST_CASE("launch message: the job's queue, priority, labels, time limit and bac
   request.priority = 100;
   request.time_limit_s = 3600;
   request.details = details;
-  const v1::LaunchTask launch = MakeLaunchTask(request, DeviceBook(), 0);
+  const v1::LaunchTask launch = MakeLaunchTask(request, DeviceBook(), 0, "b");
   CHECK(launch.job_name() == "train");
   CHECK(launch.command_size() == 2);
   CHECK(launch.env().at("A") == "1");

@@ -1,0 +1,697 @@
+#include "kubernetes_backend.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kube/in_cluster.h"
+#include "kube/kubeconfig.h"
+#include "kube/resource_path.h"
+#include "node_inventory.h"
+#include "pod_outcome.h"
+
+namespace tessera::kubernetes {
+namespace {
+
+using nlohmann::json;
+using plugin::PluginStatus;
+
+// The exit code of a task whose pod was deleted before it ended (stopped, or deleted by
+// someone): SIGTERM's, as for a process the local backend stops.
+constexpr int kDeletedExitCode = 143;
+
+std::string StringAt(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json& MetadataOf(const json& object) {
+  static const json kEmpty = json::object();
+  if (!object.is_object()) return kEmpty;
+  const auto it = object.find("metadata");
+  return it != object.end() && it->is_object() ? *it : kEmpty;
+}
+
+bool Terminal(const json& pod) {
+  const std::string phase =
+      pod.is_object() ? pod.value("status", json::object()).value("phase", "") : "";
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+}  // namespace
+
+// --- The three list-watch handlers: each hands the change to the backend.
+
+class KubernetesBackend::NodeHandler : public kube::ListWatchHandler {
+ public:
+  explicit NodeHandler(KubernetesBackend* backend) : backend_(backend) {}
+  void OnSync(const kube::ListSync& sync) override {
+    for (const json& node : sync.diff.deleted) backend_->OnNode(node, true);
+    for (const json& node : sync.diff.added) backend_->OnNode(node, false);
+    for (const json& node : sync.diff.modified) backend_->OnNode(node, false);
+    std::lock_guard<std::mutex> lock(backend_->mu_);
+    backend_->nodes_synced_ = true;
+    backend_->nodes_synced_cv_.notify_all();
+  }
+  void OnEvent(const kube::WatchEvent& event) override {
+    backend_->OnNode(event.object, event.type == kube::WatchEventType::kDeleted);
+  }
+  void OnError(const kube::KubeError& error) override {
+    backend_->Log(2, "watching nodes: " + error.ToString());
+  }
+
+ private:
+  KubernetesBackend* backend_;
+};
+
+class KubernetesBackend::PodHandler : public kube::ListWatchHandler {
+ public:
+  explicit PodHandler(KubernetesBackend* backend) : backend_(backend) {}
+  void OnSync(const kube::ListSync& sync) override {
+    for (const json& pod : sync.diff.deleted) backend_->OnPod(pod, true);
+    for (const json& pod : sync.diff.added) backend_->OnPod(pod, false);
+    for (const json& pod : sync.diff.modified) backend_->OnPod(pod, false);
+  }
+  void OnEvent(const kube::WatchEvent& event) override {
+    backend_->OnPod(event.object, event.type == kube::WatchEventType::kDeleted);
+  }
+  void OnError(const kube::KubeError& error) override {
+    backend_->Log(2, "watching pods: " + error.ToString());
+  }
+
+ private:
+  KubernetesBackend* backend_;
+};
+
+class KubernetesBackend::IntakeHandler : public kube::ListWatchHandler {
+ public:
+  explicit IntakeHandler(KubernetesBackend* backend) : backend_(backend) {}
+  void OnSync(const kube::ListSync& sync) override {
+    for (const json& pod : sync.diff.deleted) backend_->OnIntakePod(pod, true);
+    for (const json& pod : sync.diff.added) backend_->OnIntakePod(pod, false);
+    for (const json& pod : sync.diff.modified) backend_->OnIntakePod(pod, false);
+  }
+  void OnEvent(const kube::WatchEvent& event) override {
+    backend_->OnIntakePod(event.object, event.type == kube::WatchEventType::kDeleted);
+  }
+  void OnError(const kube::KubeError& error) override {
+    backend_->Log(2, "watching pods for scheduler '" + backend_->config_.scheduler_name +
+                         "': " + error.ToString());
+  }
+
+ private:
+  KubernetesBackend* backend_;
+};
+
+// --- Lifecycle.
+
+KubernetesBackend::KubernetesBackend(plugin::Host host) : Plugin(host) {}
+
+KubernetesBackend::~KubernetesBackend() { Shutdown(); }
+
+PluginStatus KubernetesBackend::Init(const std::string& text) {
+  PluginStatus status = ParseKubeBackendConfig(text, &config_);
+  if (!status.ok()) return status;
+  kube::KubeOutcome<kube::ClusterConfig> cluster =
+      config_.in_cluster ? kube::LoadInClusterConfig()
+                         : kube::LoadKubeconfig({config_.kubeconfig, config_.context});
+  if (!cluster.ok()) {
+    return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, cluster.error().ToString());
+  }
+  kube::KubeClientOptions options;
+  options.qps = static_cast<double>(config_.qps);
+  options.burst = static_cast<int>(config_.burst);
+  kube::KubeOutcome<std::unique_ptr<kube::KubeClient>> client =
+      kube::KubeClient::Create(cluster.value(), options);
+  if (!client.ok()) {
+    return PluginStatus::Error(TESSERA_INVALID_ARGUMENT, client.error().ToString());
+  }
+  client_ = std::move(client).value();
+  pod_options_.backend_name = config_.name;
+  pod_options_.default_namespace = config_.pod_namespace;
+  pod_options_.allowed_namespaces = config_.namespaces;
+  pod_options_.default_image = config_.default_image;
+  work_ = std::make_unique<WorkQueue>(static_cast<int>(config_.workers));
+
+  // Nodes are watched from the start: the first Inventory waits for their list.
+  node_handler_ = std::make_unique<NodeHandler>(this);
+  kube::ListWatchOptions nodes;
+  nodes.resource = kube::Resource::Nodes();
+  nodes.label_selector = config_.node_selector;
+  node_watch_ = std::make_unique<kube::ListWatch>(client_.get(), nodes, node_handler_.get());
+  node_watch_->Start();
+  // And this backend's pods: their events wait in pending_ until Start (or PollEvents).
+  pod_handler_ = std::make_unique<PodHandler>(this);
+  kube::ListWatchOptions pods;
+  pods.resource = kube::Resource::Pods();
+  pods.label_selector = std::string(kBackendLabel) + "=" + config_.name;
+  pod_watch_ = std::make_unique<kube::ListWatch>(client_.get(), pods, pod_handler_.get());
+  pod_watch_->Start();
+  return PluginStatus::Ok();
+}
+
+PluginStatus KubernetesBackend::Start(const v1::StartRequest&) {
+  // From now on the host takes events by callback; what came before waits in pending_.
+  std::vector<v1::BackendEvent> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+    pending.swap(pending_);
+  }
+  Emit(pending);
+  if (!config_.scheduler_name.empty()) {
+    intake_handler_ = std::make_unique<IntakeHandler>(this);
+    kube::ListWatchOptions intake;
+    intake.resource = kube::Resource::Pods();
+    intake.field_selector = "spec.schedulerName=" + config_.scheduler_name;
+    intake_watch_ = std::make_unique<kube::ListWatch>(client_.get(), intake, intake_handler_.get());
+    intake_watch_->Start();
+    resubmitter_ = std::jthread([this](std::stop_token stop) {
+      ResubmitEvery(std::chrono::seconds(config_.resubmit_interval_s), stop);
+    });
+  }
+  return PluginStatus::Ok();
+}
+
+void KubernetesBackend::Shutdown() {
+  if (resubmitter_.joinable()) {
+    resubmitter_.request_stop();
+    resubmit_cv_.notify_all();
+    resubmitter_.join();
+  }
+  // Watches first (their handlers reach into the maps), then the queued API calls.
+  if (intake_watch_) intake_watch_->Stop();
+  if (pod_watch_) pod_watch_->Stop();
+  if (node_watch_) node_watch_->Stop();
+  intake_watch_.reset();
+  pod_watch_.reset();
+  node_watch_.reset();
+  if (work_) work_->Stop();
+  work_.reset();
+}
+
+// --- Nodes.
+
+void KubernetesBackend::OnNode(const json& node, bool deleted) {
+  const std::string name = StringAt(MetadataOf(node), "name");
+  if (name.empty()) return;
+  bool changed = false;
+  bool started = false;
+  std::string newly_excluded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started = started_;
+    if (deleted) {
+      changed = nodes_.erase(name) > 0;
+      excluded_.erase(name);
+    } else {
+      KubeNode k = NodeFromKube(node, {config_.rack_label, config_.default_gpu_memory_mib});
+      if (!k.excluded.empty()) {
+        changed = nodes_.erase(name) > 0;
+        if (excluded_[name] != k.excluded) newly_excluded = k.excluded;
+        excluded_[name] = k.excluded;
+      } else {
+        excluded_.erase(name);
+        auto it = nodes_.find(name);
+        if (it == nodes_.end() || it->second.SerializeAsString() != k.spec.SerializeAsString()) {
+          nodes_[name] = std::move(k.spec);
+          changed = true;
+        }
+      }
+    }
+  }
+  if (!newly_excluded.empty()) Log(1, "node '" + name + "' is not offered: " + newly_excluded);
+  if (changed && started) {
+    v1::BackendEvent event;
+    event.set_kind(v1::BackendEvent::INVENTORY_CHANGED);
+    event.set_time_us(host().NowUs());
+    Emit({event});
+  }
+}
+
+PluginStatus KubernetesBackend::Inventory(v1::Inventory* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // The first list of a large cluster takes a second or two; the host's call deadline is longer.
+  if (!nodes_synced_cv_.wait_for(lock, std::chrono::seconds(4), [&] { return nodes_synced_; })) {
+    return PluginStatus::Error(TESSERA_UNAVAILABLE,
+                               "the node list from " + client_->config().server +
+                                   " has not come yet (is the API server reachable?)");
+  }
+  for (const auto& [name, spec] : nodes_) *out->add_nodes() = spec;
+  return PluginStatus::Ok();
+}
+
+// --- Tasks.
+
+v1::BackendEvent KubernetesBackend::TaskEvent(v1::BackendEvent::Kind kind,
+                                              const v1::TaskRef& ref) const {
+  v1::BackendEvent event;
+  event.set_kind(kind);
+  *event.mutable_ref() = ref;
+  event.set_time_us(host().NowUs());
+  return event;
+}
+
+void KubernetesBackend::Emit(const std::vector<v1::BackendEvent>& events) {
+  if (events.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) {
+      pending_.insert(pending_.end(), events.begin(), events.end());
+      return;
+    }
+  }
+  for (const v1::BackendEvent& event : events) host().Emit(event);
+}
+
+PluginStatus KubernetesBackend::PollEvents(v1::BackendEvents* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (v1::BackendEvent& event : pending_) *out->add_events() = std::move(event);
+  pending_.clear();
+  return PluginStatus::Ok();
+}
+
+void KubernetesBackend::Rejected(const v1::TaskRef& ref, bool retryable, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(KeyOf(ref));
+    if (it != tasks_.end()) it->second.ended = true;
+  }
+  v1::BackendEvent event = TaskEvent(v1::BackendEvent::LAUNCH_REJECTED, ref);
+  event.set_retryable(retryable);
+  event.set_message(why);
+  Emit({event});
+}
+
+void KubernetesBackend::Log(int level, const std::string& message) const {
+  host().Log(level, "kubernetes backend '" + config_.name + "': " + message);
+}
+
+PluginStatus KubernetesBackend::Launch(const v1::LaunchTask& request) {
+  if (!request.external_id().empty()) {
+    work_->Push([this, request](std::stop_token stop) { BindPod(request, stop); });
+    return PluginStatus::Ok();
+  }
+  json pod;
+  std::string error;
+  if (!BuildPod(request, pod_options_, &pod, &error)) {
+    Rejected(request.ref(), /*retryable=*/false, error);
+    return PluginStatus::Ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TaskState& state = tasks_[KeyOf(request.ref())];
+    state.namespace_name = pod["metadata"]["namespace"].get<std::string>();
+    state.pod = pod["metadata"]["name"].get<std::string>();
+  }
+  work_->Push([this, request, pod = std::move(pod)](std::stop_token stop) mutable {
+    CreatePod(request, std::move(pod), stop);
+  });
+  return PluginStatus::Ok();
+}
+
+void KubernetesBackend::CreatePod(const v1::LaunchTask& task, json pod, std::stop_token stop) {
+  const std::string ns = pod["metadata"]["namespace"].get<std::string>();
+  kube::CreateOptions create;
+  const v1::TaskRef ref = task.ref();
+  create.is_ours = [ref, this](const json& existing) {
+    v1::TaskRef found;
+    return TaskOfPod(existing, &found) && found.job() == ref.job() &&
+           found.attempt() == ref.attempt() && found.task() == ref.task() &&
+           StringAt(MetadataOf(existing).value("labels", json::object()), kBackendLabel) ==
+               config_.name;
+  };
+  kube::KubeOutcome<json> made =
+      client_->Create(kube::CollectionPath(kube::Resource::Pods(), ns), pod, create, stop);
+  if (made.ok() || stop.stop_requested()) return;
+  const kube::KubeError& e = made.error();
+  // What the API server refuses (a namespace that does not exist, a pod it finds invalid, a
+  // quota, RBAC) will be refused again; what failed on the way may not.
+  const bool retryable = e.Retryable();
+  Rejected(ref, retryable,
+           "creating pod " + ns + "/" + StringAt(pod["metadata"], "name") + ": " + e.ToString());
+}
+
+void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop) {
+  // The pods of the job, in task order: "<ns>/<name>/<uid>" for a pod alone, or every waiting
+  // pod of the gang "group/<ns>/<group>/<least uid>" in name order.
+  const std::string& id = task.external_id();
+  std::string ns, name, uid;
+  if (id.rfind("group/", 0) == 0) {
+    const size_t a = id.find('/', 6), b = a == std::string::npos ? a : id.find('/', a + 1);
+    if (b == std::string::npos) return Rejected(task.ref(), false, "malformed external id " + id);
+    ns = id.substr(6, a - 6);
+    const std::string group = id.substr(a + 1, b - a - 1);
+    kube::ListOptions list;
+    list.label_selector = config_.pod_group_label + "=" + group;
+    kube::KubeOutcome<json> pods =
+        client_->List(kube::CollectionPath(kube::Resource::Pods(), ns), list, stop);
+    if (!pods.ok()) {
+      return Rejected(
+          task.ref(), pods.error().Retryable(),
+          "listing the pods of gang " + ns + "/" + group + ": " + pods.error().ToString());
+    }
+    std::vector<std::pair<std::string, std::string>> members;  // name, uid
+    for (const json& pod : pods.value().value("items", json::array())) {
+      IntakePod p;
+      if (ReadIntakePod(pod, config_, &p) && !Terminal(pod)) {
+        members.emplace_back(p.name, p.uid);
+      }
+    }
+    std::sort(members.begin(), members.end());
+    if (task.ref().task() >= static_cast<int>(members.size())) {
+      return Rejected(task.ref(), false,
+                      "gang " + ns + "/" + group + " has " + std::to_string(members.size()) +
+                          " pods now, fewer than its task " + std::to_string(task.ref().task()));
+    }
+    name = members[task.ref().task()].first;
+    uid = members[task.ref().task()].second;
+  } else {
+    const size_t a = id.find('/'), b = a == std::string::npos ? a : id.find('/', a + 1);
+    if (b == std::string::npos) return Rejected(task.ref(), false, "malformed external id " + id);
+    ns = id.substr(0, a);
+    name = id.substr(a + 1, b - a - 1);
+    uid = id.substr(b + 1);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TaskState& state = tasks_[KeyOf(task.ref())];
+    state.namespace_name = ns;
+    state.pod = name;
+    state.external_id = id;
+  }
+  const std::string path = kube::ObjectPath(kube::Resource::Pods(), ns, name);
+  // Labelled first, so that this backend's pod watch follows it and a restarted backend finds it.
+  json labels = {{kBackendLabel, config_.name},
+                 {kJobLabel, std::to_string(task.ref().job())},
+                 {kAttemptLabel, std::to_string(task.ref().attempt())},
+                 {kTaskLabel, std::to_string(task.ref().task())}};
+  json patch = {{"metadata", {{"labels", labels}}}};
+  kube::KubeOutcome<json> labelled = client_->Patch(path, patch, kube::PatchType::kMerge, stop);
+  if (!labelled.ok()) {
+    if (stop.stop_requested()) return;
+    return Rejected(task.ref(), false,
+                    "labelling pod " + ns + "/" + name + ": " + labelled.error().ToString());
+  }
+  if (StringAt(MetadataOf(labelled.value()), "uid") != uid) {
+    return Rejected(task.ref(), false, "pod " + ns + "/" + name + " is not the one taken in");
+  }
+  json binding = {{"apiVersion", "v1"},
+                  {"kind", "Binding"},
+                  {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+                  {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", task.node()}}}};
+  kube::CreateOptions create;
+  create.existing_path = path;
+  const std::string node = task.node();
+  create.is_ours = [node](const json& pod) {
+    return pod.value("spec", json::object()).value("nodeName", "") == node;
+  };
+  kube::KubeOutcome<json> bound = client_->Create(path + "/binding", binding, create, stop);
+  if (!bound.ok() && !stop.stop_requested()) {
+    Rejected(
+        task.ref(), false,
+        "binding pod " + ns + "/" + name + " to node " + node + ": " + bound.error().ToString());
+  }
+}
+
+// A pod of this backend changed (or went): report what it means for its task, once.
+void KubernetesBackend::OnPod(const json& pod, bool deleted) {
+  v1::TaskRef ref;
+  if (!TaskOfPod(pod, &ref)) return;
+  const json& metadata = MetadataOf(pod);
+  std::vector<v1::BackendEvent> events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TaskState& state = tasks_[KeyOf(ref)];
+    if (state.pod.empty()) {
+      state.namespace_name = StringAt(metadata, "namespace");
+      state.pod = StringAt(metadata, "name");
+    }
+    if (state.ended) {
+      if (deleted) tasks_.erase(KeyOf(ref));
+      return;
+    }
+    const PodOutcome outcome = PodOutcomeOf(pod);
+    auto start = [&] {
+      if (!state.started) events.push_back(TaskEvent(v1::BackendEvent::TASK_STARTED, ref));
+      state.started = true;
+    };
+    switch (outcome.kind) {
+      case PodOutcome::kPending:
+        break;
+      case PodOutcome::kRunning:
+        start();
+        break;
+      case PodOutcome::kExited: {
+        start();
+        v1::BackendEvent exited = TaskEvent(v1::BackendEvent::TASK_EXITED, ref);
+        exited.set_exit_code(outcome.exit_code);
+        exited.set_message(outcome.reason);
+        events.push_back(exited);
+        state.ended = true;
+        break;
+      }
+      case PodOutcome::kLost: {
+        v1::BackendEvent lost = TaskEvent(v1::BackendEvent::TASK_LOST, ref);
+        lost.set_message("pod " + state.namespace_name + "/" + state.pod + ": " + outcome.reason);
+        events.push_back(lost);
+        state.ended = true;
+        break;
+      }
+      case PodOutcome::kRejected: {
+        v1::BackendEvent rejected = TaskEvent(v1::BackendEvent::LAUNCH_REJECTED, ref);
+        rejected.set_retryable(outcome.retryable);
+        rejected.set_message("pod " + state.namespace_name + "/" + state.pod + ": " +
+                             outcome.reason);
+        events.push_back(rejected);
+        state.ended = true;
+        break;
+      }
+    }
+    if (deleted && !state.ended) {
+      // Gone before it ended: stopped by us, taken away by someone, or (a pod taken in) deleted
+      // by its owner, which withdraws its job.
+      if (!state.stopping && !state.external_id.empty()) {
+        v1::BackendEvent withdraw;
+        withdraw.set_kind(v1::BackendEvent::WITHDRAW_JOB);
+        withdraw.set_external_id(state.external_id);
+        events.push_back(withdraw);
+      }
+      if (state.stopping || !state.external_id.empty()) {
+        v1::BackendEvent exited = TaskEvent(v1::BackendEvent::TASK_EXITED, ref);
+        exited.set_exit_code(kDeletedExitCode);
+        exited.set_message("pod deleted");
+        events.push_back(exited);
+      } else {
+        v1::BackendEvent lost = TaskEvent(v1::BackendEvent::TASK_LOST, ref);
+        lost.set_message("pod " + state.namespace_name + "/" + state.pod +
+                         " was deleted by someone else");
+        events.push_back(lost);
+      }
+      state.ended = true;
+    }
+    if (deleted) tasks_.erase(KeyOf(ref));
+  }
+  Emit(events);
+}
+
+PluginStatus KubernetesBackend::Stop(const v1::StopTask& request) {
+  std::string ns, pod;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TaskState& state = tasks_[KeyOf(request.ref())];
+    if (state.pod.empty()) {
+      state.namespace_name = config_.pod_namespace;
+      state.pod = PodName(pod_options_, request.ref());
+    }
+    state.stopping = true;
+    ns = state.namespace_name;
+    pod = state.pod;
+  }
+  const int64_t grace_s = (request.grace_ms() + 999) / 1000;
+  work_->Push([this, ref = request.ref(), ns, pod, grace_s](std::stop_token stop) {
+    DeletePod(ref, ns, pod, grace_s, stop);
+  });
+  return PluginStatus::Ok();
+}
+
+void KubernetesBackend::DeletePod(const v1::TaskRef& ref, const std::string& ns,
+                                  const std::string& pod, int64_t grace_s, std::stop_token stop) {
+  kube::DeleteOptions options;
+  options.grace_period_seconds = grace_s;
+  kube::KubeOutcome<json> deleted =
+      client_->Delete(kube::ObjectPath(kube::Resource::Pods(), ns, pod), options, stop);
+  if (deleted.ok() || stop.stop_requested()) return;
+  if (deleted.error().kind == kube::KubeErrorKind::kNotFound) {
+    // Never made (its create failed or is still queued) or already gone: it has ended.
+    bool report = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tasks_.find(KeyOf(ref));
+      if (it != tasks_.end() && !it->second.ended) {
+        it->second.ended = true;
+        report = true;
+      }
+    }
+    if (report) {
+      v1::BackendEvent exited = TaskEvent(v1::BackendEvent::TASK_EXITED, ref);
+      exited.set_exit_code(kDeletedExitCode);
+      exited.set_message("stopped before its pod existed");
+      Emit({exited});
+    }
+    return;
+  }
+  Log(2, "deleting pod " + ns + "/" + pod + ": " + deleted.error().ToString());
+}
+
+PluginStatus KubernetesBackend::Reconcile(v1::LiveTasks* out) {
+  // Live: every pod of this backend not ended or being deleted, and every launch accepted whose
+  // pod the work queue has not made yet.
+  std::set<TaskKey> live;
+  auto add = [&](const v1::TaskRef& ref) {
+    if (live.insert(KeyOf(ref)).second) *out->add_tasks() = ref;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, state] : tasks_) {
+      if (state.ended || state.stopping) continue;
+      v1::TaskRef ref;
+      ref.set_job(std::get<0>(key));
+      ref.set_attempt(std::get<1>(key));
+      ref.set_task(std::get<2>(key));
+      add(ref);
+    }
+  }
+  kube::ListOptions list;
+  list.label_selector = std::string(kBackendLabel) + "=" + config_.name;
+  list.limit = 500;
+  std::string continue_token;
+  do {
+    list.continue_token = continue_token;
+    kube::KubeOutcome<json> page =
+        client_->List(kube::CollectionPath(kube::Resource::Pods(), ""), list);
+    if (!page.ok()) {
+      return PluginStatus::Error(TESSERA_UNAVAILABLE,
+                                 "listing this backend's pods: " + page.error().ToString());
+    }
+    for (const json& pod : page.value().value("items", json::array())) {
+      v1::TaskRef ref;
+      if (!TaskOfPod(pod, &ref) || Terminal(pod)) continue;
+      if (!MetadataOf(pod).value("deletionTimestamp", json()).is_null()) continue;
+      add(ref);
+      std::lock_guard<std::mutex> lock(mu_);
+      TaskState& state = tasks_[KeyOf(ref)];
+      state.namespace_name = StringAt(MetadataOf(pod), "namespace");
+      state.pod = StringAt(MetadataOf(pod), "name");
+    }
+    continue_token = StringAt(MetadataOf(page.value()), "continue");
+  } while (!continue_token.empty());
+  return PluginStatus::Ok();
+}
+
+// --- Pods made by others.
+
+void KubernetesBackend::OnIntakePod(const json& pod, bool deleted) {
+  IntakePod p;
+  if (!ReadIntakePod(pod, config_, &p)) return;
+  std::vector<v1::BackendEvent> events;
+  std::vector<std::string> logs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (deleted || !p.waiting) {
+      auto it = intake_.find(p.uid);
+      if (it == intake_.end()) return;
+      intake_.erase(it);
+      refused_.erase(p.uid);
+      if (deleted) {
+        // Deleted while waiting: its job (or its gang's) is withdrawn.
+        for (const std::string& id : submitted_) {
+          const bool alone = id == PodExternalId(p);
+          const bool gang = !p.group.empty() &&
+                            id.rfind("group/" + p.namespace_name + "/" + p.group + "/", 0) == 0;
+          if (!alone && !gang) continue;
+          v1::BackendEvent withdraw;
+          withdraw.set_kind(v1::BackendEvent::WITHDRAW_JOB);
+          withdraw.set_external_id(id);
+          events.push_back(withdraw);
+        }
+      }
+    } else {
+      intake_[p.uid] = IntakeEntry{p, pod};
+      SubmitWaiting(p.namespace_name, p.group, &events);
+    }
+    for (const v1::BackendEvent& e : events) {
+      if (e.kind() == v1::BackendEvent::WITHDRAW_JOB) submitted_.erase(e.external_id());
+    }
+  }
+  Emit(events);
+}
+
+void KubernetesBackend::ResubmitEvery(std::chrono::seconds interval, std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    std::vector<v1::BackendEvent> events;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      resubmit_cv_.wait_for(lock, stop, interval, [] { return false; });
+      if (stop.stop_requested()) return;
+      // Every waiting pod's id again (the ids of bound pods are not kept here), and refusals
+      // logged again only if their reason changed.
+      submitted_.clear();
+      std::set<std::pair<std::string, std::string>> groups;
+      for (const auto& [uid, entry] : intake_) {
+        groups.emplace(entry.pod.namespace_name, entry.pod.group);
+      }
+      for (const auto& [ns, group] : groups) SubmitWaiting(ns, group, &events);
+    }
+    Emit(events);
+  }
+}
+
+// Submits the waiting pod(s) of one namespace and group ("" for pods alone) that can go now.
+void KubernetesBackend::SubmitWaiting(const std::string& ns, const std::string& group,
+                                      std::vector<v1::BackendEvent>* out) {
+  std::vector<const IntakeEntry*> members;
+  for (const auto& [uid, entry] : intake_) {
+    if (entry.pod.namespace_name != ns || entry.pod.group != group) continue;
+    members.push_back(&entry);
+  }
+  std::sort(members.begin(), members.end(),
+            [](const IntakeEntry* a, const IntakeEntry* b) { return a->pod.name < b->pod.name; });
+  auto submit = [&](const std::vector<const IntakeEntry*>& pods, const std::string& id) {
+    if (submitted_.count(id)) return;
+    std::vector<json> objects;
+    for (const IntakeEntry* e : pods) objects.push_back(e->object);
+    v1::BackendEvent event;
+    std::string error;
+    if (!JobForPods(objects, config_, event.mutable_job(), &error)) {
+      if (refused_[pods[0]->pod.uid] != error) {
+        refused_[pods[0]->pod.uid] = error;
+        Log(2, "not taking in pod " + ns + "/" + pods[0]->pod.name + ": " + error);
+      }
+      return;
+    }
+    event.set_kind(v1::BackendEvent::SUBMIT_JOB);
+    event.set_external_id(id);
+    submitted_.insert(id);
+    out->push_back(std::move(event));
+  };
+  if (group.empty()) {
+    for (const IntakeEntry* e : members) {
+      submit({e}, PodExternalId(e->pod));
+    }
+    return;
+  }
+  const int size = members.empty() ? 0 : members[0]->pod.group_size;
+  if (size <= 0) {
+    Log(2, "gang " + ns + "/" + group + " has no " + config_.pod_group_size_label +
+               " label (a positive count); its pods wait");
+    return;
+  }
+  if (static_cast<int>(members.size()) < size) return;  // all-or-nothing: not all made yet.
+  members.resize(size);
+  std::string least = members[0]->pod.uid;
+  for (const IntakeEntry* e : members) least = std::min(least, e->pod.uid);
+  submit(members, GroupExternalId(ns, group, least));
+}
+
+}  // namespace tessera::kubernetes
