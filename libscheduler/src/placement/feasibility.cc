@@ -74,32 +74,43 @@ FeasibilityChecker::FeasibilityChecker(const Cluster& cluster)
   std::vector<std::shared_ptr<const NodeLabels>> label_set_of;
   for (const NodeState& n : cluster.nodes()) {
     if (!n.present()) continue;
-    std::map<int32_t, int> domains;
-    int largest = 0;
-    int64_t gpu_memory = 0;
-    for (const GpuSlot& g : n.gpus()) {
-      largest = std::max(largest, ++domains[g.nvlink_domain]);
-      gpu_memory = g.memory_mib;
-    }
     const std::string model = n.model() >= 0 ? cluster.models().Name(n.model()) : "";
     const ResourceVector cap = n.Capacity();
-    // Nodes whose GPUs are shared differently are different shapes.
-    std::string sharing;
-    if (!n.gpus().empty()) {
-      const GpuSlot idle = IdleCopy(n.gpus()[0]);
-      sharing = std::to_string(static_cast<int>(idle.sharing)) + "/" +
-                std::to_string(idle.replicas) + "/" + std::to_string(idle.mig_managed) + "/" +
-                std::to_string(idle.vgpu_framebuffer_gib);
+    auto [set, added] = label_sets.emplace(n.labels(), label_set_of.size());
+    if (added) label_set_of.push_back(n.shared_labels());
+    if (n.gpus().empty()) {
+      ++counts[{model, cap.cpu_milli(), cap.memory_mib(), 0, 0, 0, "", set->second}];
+      continue;
+    }
+    // GPUs shared differently are different shapes, even on one node (a Kubernetes node with
+    // some GPUs whole and some in MIG instances, say): a task's GPUs all have one form, so each
+    // form of the node is a shape with the node's CPU and memory and that form's GPUs.
+    struct Form {
+      int gpus = 0;
+      std::map<int32_t, int> domains;
+      int largest = 0;
+      int64_t gpu_memory = 0;
+    };
+    std::map<std::string, Form> forms;
+    for (const GpuSlot& g : n.gpus()) {
+      const GpuSlot idle = IdleCopy(g);
+      std::string sharing = std::to_string(static_cast<int>(idle.sharing)) + "/" +
+                            std::to_string(idle.replicas) + "/" + std::to_string(idle.mig_managed) +
+                            "/" + std::to_string(idle.vgpu_framebuffer_gib);
       for (int i = 0; i < idle.mig_count; ++i) {
         sharing += "/" + std::to_string(static_cast<int>(idle.mig[i].kind)) + "@" +
                    std::to_string(idle.mig[i].start);
       }
       idle_gpus.emplace(sharing, idle);
+      Form& form = forms[sharing];
+      ++form.gpus;
+      form.largest = std::max(form.largest, ++form.domains[g.nvlink_domain]);
+      form.gpu_memory = g.memory_mib;
     }
-    auto [set, added] = label_sets.emplace(n.labels(), label_set_of.size());
-    if (added) label_set_of.push_back(n.shared_labels());
-    ++counts[{model, cap.cpu_milli(), cap.memory_mib(), static_cast<int>(n.gpus().size()), largest,
-              gpu_memory, sharing, set->second}];
+    for (const auto& [sharing, form] : forms) {
+      ++counts[{model, cap.cpu_milli(), cap.memory_mib(), form.gpus, form.largest, form.gpu_memory,
+                sharing, set->second}];
+    }
   }
   for (const auto& [key, count] : counts) {
     NodeShape s;

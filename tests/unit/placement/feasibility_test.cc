@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "placement/feasibility.h"
+#include "tessera/job.h"
 #include "unit/placement/placement_fixture.h"
 
 namespace tessera {
@@ -85,6 +86,42 @@ TEST_CASE("feasibility: an empty cluster says so") {
   auto why = check.Check(Query(0));
   REQUIRE(why.has_value());
   CHECK(why->find("no nodes") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST_CASE("feasibility: a node whose GPUs are shared in different forms offers each form") {
+  // As a Kubernetes node with the device plugin's mixed strategy reports one: two whole GPUs and
+  // one in two 3g.40gb MIG instances.
+  v1::NodeSpec node = testing::GpuNode("mixed", 3, "H100-80GB");
+  node.mutable_gpus(0)->set_sharing(v1::GPU_SHARING_EXCLUSIVE);
+  node.mutable_gpus(1)->set_sharing(v1::GPU_SHARING_EXCLUSIVE);
+  v1::GpuDevice* mig = node.mutable_gpus(2);
+  mig->set_sharing(v1::GPU_SHARING_MIG);
+  for (int start : {0, 4}) {
+    v1::MigInstance* instance = mig->add_mig_instances();
+    instance->set_profile("3g.40gb");
+    instance->set_start(start);
+  }
+  Cluster c;
+  REQUIRE(c.AddNode(node).ok());
+  const FeasibilityChecker check(c);
+
+  v1::JobSpec spec = JobSpecBuilder("q").Gpus(1).Build();
+  spec.mutable_task()->set_mig_profile("3g.40gb");
+  CHECK_FALSE(check.Check(FeasibilityQuery::FromSpec(spec, check.label_dictionary())));
+  spec.set_tasks(2);  // both instances.
+  CHECK_FALSE(check.Check(FeasibilityQuery::FromSpec(spec, check.label_dictionary())));
+  spec.set_tasks(3);
+  CHECK(check.Check(FeasibilityQuery::FromSpec(spec, check.label_dictionary())));
+
+  CHECK_FALSE(check.Check(Query(2)).has_value());  // the two whole GPUs.
+  const auto why = check.Check(Query(3));          // the MIG GPU is not a whole one.
+  REQUIRE(why.has_value());
 }
 
 }  // namespace
