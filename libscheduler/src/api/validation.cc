@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "api/options_validation.h"
+#include "model/elastic_sizes.h"
 #include "model/node_labels.h"
 #include "model/queue_path.h"
 #include "model/resource_vector.h"
@@ -171,6 +172,7 @@ Status ValidateCounts(const v1::JobSpec& spec) {
                                               Num(e.min_tasks()) + ") and " + Num(kMaxTasksPerJob) +
                                               ", got " + Num(e.max_tasks()));
     }
+    if (Status sizes = ElasticSizes::Check(e); !sizes.ok()) return sizes;
     if (spec.tasks() != 0) {
       return Invalid("tasks", "leave unset for an elastic job; elastic.max_tasks sets the count");
     }
