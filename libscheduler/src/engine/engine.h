@@ -325,6 +325,12 @@ class Engine final : public ExecutorEvents {
   // preempts (reclaiming for `claimant`, if set): it does when `job` could preempt the holder.
   bool ReservationYields(const JobRecord& holder, const JobRecord& job,
                          std::optional<QueueId> claimant) const;
+  // A shrink goes down one allowed count at a time (JobRecord::sizes), each step a victim: a
+  // plan that takes step k of a job with a size rule is given its steps 1..k-1 too, so the job
+  // lands on an allowed count. The steps only free more room, so the plan still holds. (Without
+  // a rule every step is one task and any of them may go alone.)
+  void WithEarlierShrinkSteps(
+      PreemptionPlan& plan, const std::unordered_map<uint64_t, std::vector<Victim>>& victims) const;
   void Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption = true);
   void Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
               const std::string& reason);
@@ -334,7 +340,7 @@ class Engine final : public ExecutorEvents {
   void RequeuePreempted(JobRecord& job);
   TimestampUs LastCheckpoint(const JobRecord& job, TimestampUs now) const;
   // What the victim rule (preemption/victim_eligibility.h) reads of `job`.
-  static VictimFacts VictimFactsOf(const JobRecord& job);
+  VictimFacts VictimFactsOf(const JobRecord& job) const;
   // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
   // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
   int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;

@@ -117,8 +117,10 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
   job.elastic = spec.has_elastic() && spec.elastic().max_tasks() > 0;
   if (job.elastic) {
-    job.wanted_tasks = spec.elastic().max_tasks();
-    job.gang_min = std::max(1, spec.elastic().min_tasks());
+    // It runs only at the counts its rule allows: from the smallest to the largest of them.
+    job.sizes = ElasticSizes::FromBounds(spec.elastic());
+    job.wanted_tasks = job.sizes.Largest();
+    job.gang_min = job.sizes.Smallest();
   } else {
     job.wanted_tasks = tasks;
     job.gang_min = spec.gang_min() > 0 ? spec.gang_min() : tasks;

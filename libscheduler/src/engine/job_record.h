@@ -12,6 +12,7 @@
 #include "engine/executor.h"
 #include "fairshare/pending_key.h"
 #include "fairshare/queue_tree.h"
+#include "model/elastic_sizes.h"
 #include "model/node_state.h"
 #include "model/resource_vector.h"
 #include "model/task_shape.h"
@@ -48,9 +49,13 @@ struct JobRecord {
   PendingKey key;  // priority, submit time, id.
   bool preemptible = true;
   TaskShape shape;
-  int32_t wanted_tasks = 1;  // tasks to place in all (elastic: the maximum).
-  int32_t gang_min = 1;      // tasks that must start together.
+  // Tasks to place in all (elastic: the largest count `sizes` allows).
+  int32_t wanted_tasks = 1;
+  // Tasks that must start together (elastic: the smallest count `sizes` allows).
+  int32_t gang_min = 1;
   bool elastic = false;
+  // The task counts an elastic job may run at (JobSpec.elastic.sizes); any for other jobs.
+  ElasticSizes sizes{1, 1};
   bool same_node = false;
   int64_t grace_ms = 0;             // notice given before a stop turns into a kill.
   int64_t time_limit_us = 0;        // 0 = none.
