@@ -28,6 +28,7 @@
 #include "engine/engine_statistics.h"
 #include "engine/executor.h"
 #include "engine/gpu_health_book.h"
+#include "engine/idle_gpu_watch.h"
 #include "engine/job_record.h"
 #include "engine/job_update.h"
 #include "engine/make_room_step.h"
@@ -362,6 +363,10 @@ class Engine final : public ExecutorEvents {
   bool DrainMigFor(JobRecord& job, int min_tasks);
 
   // engine_health.cc
+  // Feeds a reading of GPU `gpu` of `node` to the idle-GPU watch for each running job that
+  // holds it, and acts on what changes: a JOB_GPU_IDLE event (flagged, warned, busy again), and
+  // for a job that turned reclaimable, another look at the jobs that wait.
+  void WatchIdleGpus(const NodeState& node, int gpu, const v1::GpuTelemetry& reading);
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
   void ClearFailedGpus(NodeState& node);
   void PersistNodeEvent(const std::string& node, const std::string& reason,
@@ -379,6 +384,7 @@ class Engine final : public ExecutorEvents {
   PreemptionPlanner preemption_planner_;
   PreemptionGuard preemption_guard_;
   GpuHealthBook gpu_health_;  // GPUs with readings, and whether each may take work.
+  IdleGpuWatch idle_gpus_;    // running jobs whose GPUs stay idle (QueueSpec.idle_gpus).
   // Live tasks on each node (job id, task index): the victims preemption can see there.
   std::vector<std::vector<std::pair<uint64_t, int32_t>>> tasks_by_node_;
   // Live tasks by expected end (the time limit, or default_runtime_estimate after the start):

@@ -39,6 +39,8 @@ void Engine::SetState(JobRecord& job, v1::JobState state) {
     ++pending_jobs_;
     queues_.AdjustPendingJobs(job.queue, 1);
   }
+  // Only a running job's GPUs are watched; a new run starts a new window.
+  if (old == v1::RUNNING) idle_gpus_.Forget(job.id);
   const bool was_running = IsRunningState(old);
   const bool is_running = IsRunningState(state);
   if (was_running != is_running) {
@@ -126,6 +128,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
     job.gang_min = spec.gang_min() > 0 ? spec.gang_min() : tasks;
   }
   job.same_node = spec.topology().tasks_same_node();
+  job.idle_gpu_exempt = spec.idle_gpu_exempt();
   job.grace_ms = spec.checkpoint_grace_s() * 1000;
   job.time_limit_us = spec.time_limit_s() * 1'000'000;
   job.checkpoint_every_us = spec.simulation().checkpoint_every_ms() * 1000;
@@ -134,6 +137,9 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   job.last_checkpoint_us = status.last_checkpoint_us();
   job.sim_duration_ms = spec.simulation().duration_ms();
   job.sim_exit_code = spec.simulation().exit_code();
+  if (spec.simulation().has_gpu_utilization_pct()) {
+    job.sim_gpu_utilization_pct = spec.simulation().gpu_utilization_pct();
+  }
   if (spec.command_size() > 0 || spec.env_size() > 0 || spec.labels_size() > 0 ||
       !spec.backend_spec().empty()) {
     auto details = std::make_shared<JobDetails>();
@@ -333,6 +339,9 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_
     request.time_limit_s = job->time_limit_us / 1'000'000;
     request.sim_duration_ms = job->sim_duration_ms;
     request.sim_exit_code = job->sim_exit_code;
+    if (job->sim_gpu_utilization_pct >= 0) {
+      request.sim_gpu_utilization_pct = job->sim_gpu_utilization_pct;
+    }
     request.details = job->details;
     task->launched = true;
     executor_->Launch(request);

@@ -63,6 +63,7 @@ VictimFacts Engine::VictimFactsOf(const JobRecord& job) const {
   facts.stopping = job.preempting;
   facts.preemptible = job.preemptible;
   facts.elastic = job.elastic;
+  facts.idle_reclaimable = idle_gpus_.Reclaimable(job.id);
   facts.live_tasks = job.LiveTasks();
   facts.gang_min = job.gang_min;
   facts.started_us = job.start_time_us;
@@ -113,7 +114,7 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     }
     if (first_eligible == 0 || eligible < first_eligible) first_eligible = eligible;
   }
-  if (!old_enough_runs && !reclaim && elastic_jobs_.empty()) {
+  if (!old_enough_runs && !reclaim && elastic_jobs_.empty() && !idle_gpus_.AnyReclaimable()) {
     if (first_eligible > now) {
       job.no_preemption_before_us = first_eligible;
       ArmPreemptionRetry(first_eligible);
@@ -168,6 +169,7 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     }
     Victim victim;
     victim.job = id;
+    victim.idle_gpus = verdict.by_idle_gpus;
     victim.tasks.reserve(v.tasks.size());
     for (const PlacedTask& t : v.tasks) {
       if (!t.exited) victim.tasks.push_back({t.index, t.allocation});
@@ -240,10 +242,11 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
   int64_t grace_us = 0;
   // Why each victim gives way: a lower priority, its queue's borrowing while this one is below
   // its guarantee, or (shrinks of an equal priority) tasks above its elastic minimum.
-  auto why = [&](const JobRecord& victim) {
+  auto why = [&](const JobRecord& victim, const Victim& v) {
     return "to make room for job " + std::to_string(job.id) +
-           (victim.key.priority < job.key.priority && !reclaim_only ? " (higher priority)"
-            : reclaim                                               ? " (queue below its guarantee)"
+           (v.idle_gpus                                               ? " (its GPUs stayed idle)"
+            : victim.key.priority < job.key.priority && !reclaim_only ? " (higher priority)"
+            : reclaim ? " (queue below its guarantee)"
                       : " (equal priority; tasks above the elastic minimum give way)");
   };
   std::unordered_map<uint64_t, std::vector<const Victim*>> shrinks;
@@ -255,13 +258,14 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
       shrinks[v->job].push_back(v);
     } else {
       statistics_.Preempted();
-      Preempt(victim, "preempted " + why(victim));
+      if (v->idle_gpus) statistics_.IdleGpuPreempted();
+      Preempt(victim, "preempted " + why(victim, *v));
     }
   }
   for (const auto& [victim_id, tasks] : shrinks) {
     statistics_.Preempted();
     JobRecord& victim = jobs_.at(victim_id);
-    Shrink(victim, tasks, "shrinking " + why(victim));
+    Shrink(victim, tasks, "shrinking " + why(victim, *tasks.front()));
   }
   // Hold on each node what the victims free there for this job.
   std::vector<ResourceVector> held(plan->nodes.size());
