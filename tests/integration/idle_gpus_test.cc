@@ -97,6 +97,16 @@ TEST_CASE("idle gpus: an idle job is flagged after the window, not before; a bus
   REQUIRE(after.size() == 2);
   CHECK(after[1].reason().rfind("GPUs busy again: GPU ", 0) == 0);
   CHECK(t->GetStats().idle_gpu_jobs() == 0);
+  // Idle again for a window: flagged again; the admin drops the policy: no longer counted.
+  for (int step = 0; step <= 6; ++step) {
+    ReadGpus(t, 4, pct);
+    t.clock->AdvanceUs(10 * kSecond);
+  }
+  CHECK(t->GetStats().idle_gpu_jobs() == 1);
+  CHECK(t->GetStats().idle_gpu_flags() == 2);
+  REQUIRE(s->UpdateQueue(QueueSpec("watched")).ok());
+  ReadGpus(t, 4, pct);
+  CHECK(t->GetStats().idle_gpu_jobs() == 0);
 }
 
 TEST_CASE("idle gpus: a job exempts itself only where its queue allows it") {

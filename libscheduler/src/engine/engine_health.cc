@@ -72,7 +72,10 @@ void Engine::WatchIdleGpus(const NodeState& node, int gpu, const v1::GpuTelemetr
       continue;
     }
     const IdleGpuRule rule = ResolveIdleGpuRule(queues_, job.queue, job.idle_gpu_exempt);
-    if (!rule.watched) continue;
+    if (!rule.watched) {
+      idle_gpus_.Forget(id);  // the admin turned the policy off (or allowed the exemption).
+      continue;
+    }
     const auto job_gpus = [&job] {
       std::vector<GpuRef> gpus;
       for (const PlacedTask& t : job.tasks) {

@@ -103,6 +103,10 @@ IdleGpuWatch::Verdict IdleGpuWatch::Record(uint64_t job, const Policy& policy, G
                                            double utilization_pct, TimestampUs time_us,
                                            ListGpus&& job_gpus) {
   JobIdle& state = jobs_[job];
+  if (state.reclaimable && !policy.reclaim) {  // the policy stopped reclaiming since.
+    state.reclaimable = false;
+    --reclaimable_;
+  }
   if (utilization_pct >= policy.below_pct) {
     state.below_since.erase(gpu);
     Verdict verdict;

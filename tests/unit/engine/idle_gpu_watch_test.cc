@@ -105,6 +105,14 @@ TEST_CASE("idle GPU watch: a reclaiming policy makes the job reclaimable after t
   CHECK(r.watch.AnyReclaimable());
   CHECK(r.Both(50, 100).busy_again);
   CHECK_FALSE(r.watch.AnyReclaimable());
+  // A policy that stops reclaiming takes the job out of the victims at its next reading.
+  r.Both(0, 110);
+  CHECK(r.Both(0, 170).flagged);
+  CHECK(r.Both(0, 200).reclaimable);
+  r.policy.reclaim = false;
+  r.Both(0, 210);
+  CHECK_FALSE(r.watch.Reclaimable(1));
+  CHECK(r.watch.Flagged(1));
   // Without a warning period: flagged and reclaimable with one reading.
   Readings now;
   now.policy = Policy(true, 0);
