@@ -334,6 +334,67 @@ bool ApplyPlacementFlags(const SubmitFlags& flags, v1::JobSpec* spec, std::strin
   return true;
 }
 
+// A positive count of `text` (all digits), or -1.
+int ParseCount(const std::string& text) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return -1;
+  }
+  return std::stoi(text);
+}
+
+// --elastic MIN:MAX and --elastic-sizes (powers-of-two, multiple-of:N, N,M,...), and
+// --idle-gpu-exempt. The server checks the values against each other.
+bool ApplyElasticFlags(const SubmitFlags& flags, v1::JobSpec* spec, std::string* error) {
+  if (flags.idle_gpu_exempt) spec->set_idle_gpu_exempt(true);
+  if (!flags.elastic.empty()) {
+    const size_t colon = flags.elastic.find(':');
+    const int min = colon == std::string::npos ? -1 : ParseCount(flags.elastic.substr(0, colon));
+    const int max = colon == std::string::npos ? -1 : ParseCount(flags.elastic.substr(colon + 1));
+    if (min < 0 || max < 0) {
+      *error = "--elastic " + flags.elastic + ": expected MIN:MAX, e.g. 2:8";
+      return false;
+    }
+    spec->clear_tasks();
+    spec->clear_gang_min();
+    spec->mutable_elastic()->set_min_tasks(min);
+    spec->mutable_elastic()->set_max_tasks(max);
+  }
+  if (flags.elastic_sizes.empty()) return true;
+  if (!spec->has_elastic()) {
+    *error = "--elastic-sizes: needs an elastic job (--elastic MIN:MAX, or elastic in the file)";
+    return false;
+  }
+  v1::ElasticSizes& sizes = *spec->mutable_elastic()->mutable_sizes();
+  sizes.Clear();
+  const std::string& rule = flags.elastic_sizes;
+  const std::string multiple = "multiple-of:";
+  if (rule == "powers-of-two") {
+    sizes.set_powers_of_two(true);
+    return true;
+  }
+  if (rule.rfind(multiple, 0) == 0) {
+    const int n = ParseCount(rule.substr(multiple.size()));
+    if (n > 0) {
+      sizes.set_multiple_of(n);
+      return true;
+    }
+  } else {
+    bool ok = true;
+    for (size_t start = 0; ok && start <= rule.size();) {
+      const size_t comma = std::min(rule.find(',', start), rule.size());
+      const int count = ParseCount(rule.substr(start, comma - start));
+      if (count <= 0) ok = false;
+      sizes.add_counts(count);
+      start = comma + 1;
+    }
+    if (ok) return true;
+  }
+  *error = "--elastic-sizes " + rule +
+           ": expected powers-of-two, multiple-of:N or a list of counts N,M,... (e.g. 2,4,8)";
+  return false;
+}
+
 void ApplySubmitFlags(const SubmitFlags& flags, v1::JobSpec* spec) {
   v1::TaskResources& task = *spec->mutable_task();
   if (!flags.queue.empty()) spec->set_queue(flags.queue);
@@ -382,6 +443,7 @@ std::vector<std::pair<v1::JobSpec, std::string>> SpecsToSubmit(const SubmitFlags
   for (v1::JobSpec& spec : specs) {
     ApplySubmitFlags(flags, &spec);
     if (!ApplyPlacementFlags(flags, &spec, error)) return {};
+    if (!ApplyElasticFlags(flags, &spec, error)) return {};
     if (flags.array == 0) {
       jobs.emplace_back(std::move(spec), "");
       continue;

@@ -29,6 +29,9 @@ struct SubmitFlags {
   std::vector<std::string> command;
   std::vector<std::string> selectors;    // key=value, each added to node_selector.
   std::vector<std::string> tolerations;  // key[=value][:Effect], each added to tolerations.
+  std::string elastic;                   // MIN:MAX, the elastic bounds.
+  std::string elastic_sizes;             // powers-of-two, multiple-of:N or a list N,M,...
+  bool idle_gpu_exempt = false;
 };
 
 // One job: prints its id (or the Job as JSON). Several: submits them concurrently and prints one

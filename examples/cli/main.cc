@@ -107,6 +107,13 @@ int main(int argc, char** argv) {
                    "tolerate taints key[=value][:NoSchedule|PreferNoSchedule|NoExecute]; "
                    "repeatable")
       ->allow_extra_args(false);
+  submit_cmd->add_option("--elastic", submit.elastic,
+                         "an elastic job of MIN:MAX tasks (replaces --tasks)");
+  submit_cmd->add_option("--elastic-sizes", submit.elastic_sizes,
+                         "task counts the elastic job may run at: powers-of-two, multiple-of:N, "
+                         "or a list N,M,...");
+  submit_cmd->add_flag("--idle-gpu-exempt", submit.idle_gpu_exempt,
+                       "exempt the job from its queue's idle-GPU policy (if the queue allows it)");
   submit_cmd->add_option("--idempotency-key", submit.idempotency_key,
                          "resubmitting with the same key returns the first job");
   submit_cmd->add_option("--command,command", submit.command,

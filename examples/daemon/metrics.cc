@@ -115,6 +115,15 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
   w.Header("tessera_lost_gpu_seconds_total", "counter",
            "GPU-seconds of work lost by preemptions since the last checkpoints.");
   w.Sample("tessera_lost_gpu_seconds_total", {}, static_cast<double>(stats.lost_gpu_seconds()));
+  w.Header("tessera_idle_gpu_jobs", "gauge",
+           "Running jobs whose GPUs stayed idle for their queue's idle_gpus window, now.");
+  w.Sample("tessera_idle_gpu_jobs", {}, static_cast<double>(stats.idle_gpu_jobs()));
+  w.Header("tessera_idle_gpu_flags_total", "counter", "Times a job was flagged for idle GPUs.");
+  w.Sample("tessera_idle_gpu_flags_total", {}, static_cast<double>(stats.idle_gpu_flags()));
+  w.Header("tessera_idle_gpu_preemptions_total", "counter",
+           "Jobs preempted because their GPUs stayed idle.");
+  w.Sample("tessera_idle_gpu_preemptions_total", {},
+           static_cast<double>(stats.idle_gpu_preemptions()));
   w.Header("tessera_store_commits_total", "counter", "Store commits.");
   w.Sample("tessera_store_commits_total", {}, static_cast<double>(stats.commits()));
   w.Header("tessera_store_errors_total", "counter", "Store errors: I/O, disk full, corruption.");

@@ -273,6 +273,7 @@ plugin::PluginStatus ParseSimConfig(const std::string& config, SimConfig* out) {
   out->rejections_final = cluster.rejections_final();
   out->failing_partition_nodes = {cluster.failing_partition_nodes().begin(),
                                   cluster.failing_partition_nodes().end()};
+  out->report_telemetry = cluster.report_telemetry();
   plugin::PluginStatus capacity = ExpandCapacity(cluster, &out->capacity);
   if (!capacity.ok()) return capacity;
   return ExpandChanges(cluster, &out->changes);

@@ -41,6 +41,7 @@ struct SimConfig {
   bool rejections_final = false;                  // and not retryable.
   std::set<std::string> failing_partition_nodes;  // partition layouts fail there.
   std::vector<CapacityGroup> capacity;            // node groups it can provision from.
+  bool report_telemetry = false;                  // on_telemetry reads every GPU.
 };
 
 // Parses `config` (protobuf JSON of tessera.v1.SimulatedCluster; empty or blank = DefaultCluster)

@@ -87,6 +87,7 @@ class SimBackend final : public plugin::Plugin {
     rejecting_nodes_ = std::move(parsed.rejecting_nodes);
     rejections_final_ = parsed.rejections_final;
     failing_partition_nodes_ = std::move(parsed.failing_partition_nodes);
+    report_telemetry_ = parsed.report_telemetry;
     capacity_ = SimCapacity(std::move(parsed.capacity));
     const int64_t start_us = host().NowUs();
     for (NodeChange& change : parsed.changes) {
@@ -159,6 +160,10 @@ class SimBackend final : public plugin::Plugin {
     const int64_t now = host().NowUs();
     Task& task = tasks_[key];
     task.node = request.node();
+    task.gpus.assign(request.gpus().begin(), request.gpus().end());
+    task.utilization_pct = request.simulation().has_gpu_utilization_pct()
+                               ? request.simulation().gpu_utilization_pct()
+                               : 100.0;
     task.exit_code = request.simulation().exit_code();
     if (request.simulation().duration_ms() > 0) {
       task.end_us = AfterMs(now, request.simulation().duration_ms());
@@ -183,6 +188,33 @@ class SimBackend final : public plugin::Plugin {
     task.end_us = stop_at;
     task.exit_code = request.grace_ms() > 0 ? kStoppedExitCode : kKilledExitCode;
     ends_.emplace(task.end_us, it->first);
+    return PluginStatus::Ok();
+  }
+
+  PluginStatus Telemetry(v1::TelemetryBatch* out) override {
+    if (!report_telemetry_) return PluginStatus::Ok();
+    std::lock_guard lock(mutex_);
+    const int64_t now = host().NowUs();
+    // Each GPU's utilisation: the highest of the tasks running on it (whose end has not
+    // passed), 0 for an idle one.
+    std::map<std::pair<std::string, int>, double> busy;
+    for (const auto& [key, task] : tasks_) {
+      if (task.end_us != 0 && task.end_us <= now) continue;
+      for (int gpu : task.gpus) {
+        double& pct = busy[{task.node, gpu}];
+        pct = std::max(pct, task.utilization_pct);
+      }
+    }
+    for (const v1::NodeSpec& node : nodes_) {
+      for (int gpu = 0; gpu < node.gpus_size(); ++gpu) {
+        v1::GpuTelemetry& reading = *out->add_readings();
+        reading.set_node(node.name());
+        reading.set_gpu(gpu);
+        reading.set_time_us(now);
+        auto it = busy.find({node.name(), gpu});
+        reading.set_utilization_pct(it == busy.end() ? 0.0 : it->second);
+      }
+    }
     return PluginStatus::Ok();
   }
 
@@ -307,6 +339,8 @@ class SimBackend final : public plugin::Plugin {
     std::string node;
     int64_t end_us = 0;  // host time of its exit; 0 = runs until stopped.
     int32_t exit_code = 0;
+    std::vector<int> gpus;         // device indices on the node.
+    double utilization_pct = 100;  // what its GPUs report (SimulationHints).
   };
   struct ScriptedChange {
     int64_t due_us = 0;  // host time.
@@ -420,6 +454,7 @@ class SimBackend final : public plugin::Plugin {
   std::set<std::string> rejecting_nodes_;  // launches there are refused.
   bool rejections_final_ = false;
   std::set<std::string> failing_partition_nodes_;  // partition layouts fail there.
+  bool report_telemetry_ = false;                  // SimulatedCluster.report_telemetry.
   SimPartitioner partitioner_;
   SimCapacity capacity_;
   plugin::EpochFence fence_;

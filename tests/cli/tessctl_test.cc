@@ -237,6 +237,48 @@ TEST_CASE("tessctl submit --selector and --toleration fill node_selector and tol
   CHECK(server.requests().size() == 1);
 }
 
+TEST_CASE("tessctl submit --elastic and --elastic-sizes fill elastic, --idle-gpu-exempt its flag") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  const RunResult run =
+      Tessctl({"--server", server.url(), "submit", "--gpus", "1", "--elastic", "1:8",
+               "--elastic-sizes", "powers-of-two", "--idle-gpu-exempt", "--", "torchrun"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  REQUIRE(server.requests().size() == 1);
+  const auto spec = ParseBody<tessera::v1::JobSpec>(server.requests()[0]);
+  CHECK(spec.tasks() == 0);
+  CHECK(spec.elastic().min_tasks() == 1);
+  CHECK(spec.elastic().max_tasks() == 8);
+  CHECK(spec.elastic().sizes().powers_of_two());
+  CHECK(spec.idle_gpu_exempt());
+
+  const RunResult multiple = Tessctl({"--server", server.url(), "submit", "--elastic", "8:32",
+                                      "--elastic-sizes", "multiple-of:8"});
+  CHECK(multiple.exit_code == 0);
+  const RunResult list =
+      Tessctl({"--server", server.url(), "submit", "--elastic", "2:8", "--elastic-sizes", "2,6,8"});
+  CHECK(list.exit_code == 0);
+  REQUIRE(server.requests().size() == 3);
+  CHECK(ParseBody<tessera::v1::JobSpec>(server.requests()[1]).elastic().sizes().multiple_of() == 8);
+  const auto counts = ParseBody<tessera::v1::JobSpec>(server.requests()[2]).elastic().sizes();
+  CHECK(std::vector<int>(counts.counts().begin(), counts.counts().end()) ==
+        std::vector<int>{2, 6, 8});
+
+  // Malformed values are refused before anything is sent, naming the flag.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--elastic", "2-8"},
+        std::vector<std::string>{"--elastic", "1:8", "--elastic-sizes", "squares"},
+        std::vector<std::string>{"--elastic", "1:8", "--elastic-sizes", "2,,4"},
+        std::vector<std::string>{"--elastic-sizes", "powers-of-two"}}) {
+    std::vector<std::string> args = {"--server", server.url(), "submit"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const RunResult refused = Tessctl(args);
+    CHECK(refused.exit_code == 1);
+    CHECK_MESSAGE(refused.err.find(bad[bad.size() - 2]) != std::string::npos, refused.err);
+  }
+  CHECK(server.requests().size() == 3);
+}
+
 TEST_CASE("tessctl submit without --queue leaves the queue to the server's default") {
   FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
   const RunResult run = Tessctl({"--server", server.url(), "submit", "--gpus", "2"});

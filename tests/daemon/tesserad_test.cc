@@ -340,4 +340,73 @@ TEST_CASE("tesserad shows a failed backend in /readyz, /v1/backends, nodes, metr
   CHECK(node_table.out.find("Unavailable") != std::string::npos);
 }
 
+TEST_CASE("tesserad: elastic size rules in JSON, and idle GPUs the sim backend reports") {
+  const ScratchDir dir("idle-gpus");
+  const std::string sim = std::string(TESSERA_PLUGIN_DIR) + "/libtessera_plugin_sim.so";
+  // One node of 4 GPUs whose utilisation the sim backend reports; team-a watches for GPUs idle
+  // for a second and lets no job exempt itself.
+  Daemon daemon(dir.path(),
+                "backends:\n"
+                "  - name: sim\n"
+                "    plugin: " +
+                    sim +
+                    "\n"
+                    "    poll_interval_ms: 50\n"
+                    "    config: '{\"groups\":[{\"namePrefix\":\"gpu\",\"count\":1,"
+                    "\"cpuMilli\":64000,\"memoryMib\":262144,\"gpus\":4,\"gpuModel\":"
+                    "\"A100-80GB\",\"gpuMemoryMib\":81920}],\"reportTelemetry\":true}'\n"
+                    "queues:\n"
+                    "  - {name: team-a, idle_gpus: {below_pct: 10, idle_for_s: 1}}\n"
+                    "  - {name: team-a/train}\n");
+  daemon.Start();
+  using http::verb;
+
+  // Elastic sizes through the JSON mapping: a rule that allows no count is refused, naming it.
+  const std::string none = R"({"queue":"team-a/train","task":{"cpuMilli":1000,"memoryMib":1024,)"
+                           R"("gpuCount":1},"elastic":{"minTasks":5,"maxTasks":7,)"
+                           R"("sizes":{"powersOfTwo":true}}})";
+  Reply refused = daemon.Call(verb::post, "/v1/jobs", none, kTenantA);
+  CHECK(refused.status == 400);
+  CHECK(refused.body.find("elastic.sizes.powers_of_two") != std::string::npos);
+
+  const std::string task = R"("task":{"cpuMilli":1000,"memoryMib":1024,"gpuCount":2})";
+  // A tenant may not exempt its job where the queue does not allow it.
+  Reply exempt =
+      daemon.Call(verb::post, "/v1/jobs",
+                  R"({"queue":"team-a/train",)" + task + R"(,"idleGpuExempt":true})", kTenantA);
+  CHECK(exempt.status == 403);
+  CHECK(exempt.body.find("idle_gpu_exempt") != std::string::npos);
+
+  Reply idle = daemon.Call(
+      verb::post, "/v1/jobs",
+      R"({"queue":"team-a/train",)" + task + R"(,"simulation":{"gpuUtilizationPct":3}})", kTenantA);
+  REQUIRE(idle.status == 200);
+  Reply busy =
+      daemon.Call(verb::post, "/v1/jobs", R"({"queue":"team-a/train",)" + task + "}", kTenantA);
+  REQUIRE(busy.status == 200);
+  const std::string idle_id = JobId(idle.body);
+  const std::string busy_id = JobId(busy.body);
+  const auto flagged = [&](const std::string& id) {
+    const Reply events = daemon.Call(verb::get, "/v1/events?max=1000");
+    for (size_t at = events.body.find("\"JOB_GPU_IDLE\""); at != std::string::npos;
+         at = events.body.find("\"JOB_GPU_IDLE\"", at + 1)) {
+      const size_t end = events.body.find('}', at);
+      if (events.body.substr(at, end - at).find("\"jobId\":\"" + id + "\"") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (int i = 0; i < 200 && !flagged(idle_id); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(flagged(idle_id));
+  CHECK_FALSE(flagged(busy_id));
+  const Reply got = daemon.Call(verb::get, "/v1/jobs/" + idle_id, "", kTenantA);
+  CHECK(got.body.find("GPUs idle: 2 GPU(s) below 10% utilisation") != std::string::npos);
+  const Reply metrics = daemon.Call(verb::get, "/metrics");
+  CHECK(metrics.body.find("tessera_idle_gpu_jobs 1") != std::string::npos);
+  CHECK(metrics.body.find("tessera_idle_gpu_flags_total 1") != std::string::npos);
+}
+
 }  // namespace

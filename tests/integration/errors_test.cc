@@ -99,6 +99,24 @@ TEST_CASE("errors: invalid job specs are refused, naming the field") {
       {"negative checkpoint interval",
        [](v1::JobSpec& s) { s.mutable_simulation()->set_checkpoint_every_ms(-1); },
        "simulation.checkpoint_every_ms: must be between 0 and 31622400000, got -1"},
+      {"simulated utilisation over 100",
+       [](v1::JobSpec& s) { s.mutable_simulation()->set_gpu_utilization_pct(101); },
+       "simulation.gpu_utilization_pct: must be a number in [0, 100], got 101"},
+      {"elastic sizes: two rules",
+       [](v1::JobSpec& s) {
+         s.mutable_elastic()->set_min_tasks(1);
+         s.mutable_elastic()->set_max_tasks(8);
+         s.mutable_elastic()->mutable_sizes()->set_powers_of_two(true);
+         s.mutable_elastic()->mutable_sizes()->set_multiple_of(2);
+       },
+       "elastic.sizes: set at most one of powers_of_two, multiple_of and counts"},
+      {"elastic sizes: multiple beyond the maximum",
+       [](v1::JobSpec& s) {
+         s.mutable_elastic()->set_min_tasks(1);
+         s.mutable_elastic()->set_max_tasks(7);
+         s.mutable_elastic()->mutable_sizes()->set_multiple_of(8);
+       },
+       "elastic.sizes.multiple_of: multiples of 8 allow no task count between"},
       {"simulated exit code over 255",
        [](v1::JobSpec& s) { s.mutable_simulation()->set_exit_code(256); },
        "simulation.exit_code: must be between 0 and 255, got 256"},
@@ -185,6 +203,17 @@ TEST_CASE("errors: queue administration") {
   v1::QueueSpec limit = QueueSpec("limit");
   limit.mutable_borrowing_limit()->set_cpu_milli(-1);
   CHECK(s->CreateQueue(limit).message().rfind("borrowing_limit.cpu_milli", 0) == 0);
+  v1::QueueSpec idle = QueueSpec("idle");
+  idle.mutable_idle_gpus()->set_below_pct(150);
+  CHECK(s->CreateQueue(idle).message().rfind("idle_gpus.below_pct: must be a number in [0, 100]",
+                                             0) == 0);
+  idle.mutable_idle_gpus()->set_below_pct(5);
+  CHECK(s->CreateQueue(idle).message() ==
+        "idle_gpus.idle_for_s: must be between 1 and 2592000, got 0");
+  idle.mutable_idle_gpus()->set_idle_for_s(60);
+  idle.mutable_idle_gpus()->set_warning_s(-1);
+  CHECK(s->CreateQueue(idle).message() ==
+        "idle_gpus.warning_s: must be between 0 and 2592000, got -1");
   CHECK(s->UpdateQueue(QueueSpec("nope")).code() == StatusCode::kNotFound);
   CHECK(s->DeleteQueue("nope").code() == StatusCode::kNotFound);
   CHECK(s->GetQueue("nope").status().code() == StatusCode::kNotFound);

@@ -149,6 +149,27 @@ void SchedulerImpl::SubmitAsync(const v1::JobSpec& submitted, const SubmitOption
                 " pending jobs, its limit (max_pending_jobs); retry when some have started");
           }
         }
+        // A job may exempt itself from idle-GPU reclaim only where the policy that holds for it
+        // (the nearest queue on its path that sets one) allows it: a tenant cannot grant itself
+        // what the admin did not.
+        if (job->spec().idle_gpu_exempt()) {
+          for (std::string q = queue; !q.empty();) {
+            // Remembered in the transaction: the leaf's costs no second read.
+            TESSERA_ASSIGN_OR_RETURN(store::WriteTransaction::QueueShape on_path,
+                                     t.GetQueueShape(q));
+            if (on_path.has_idle_gpus) {
+              if (on_path.idle_gpus_on && !on_path.idle_gpu_exemption_allowed) {
+                return PermissionDeniedError(
+                    "idle_gpu_exempt: queue '" + q +
+                    "' does not allow jobs to exempt themselves from its idle-GPU policy "
+                    "(idle_gpus.allow_exemption)");
+              }
+              break;
+            }
+            const size_t slash = q.rfind('/');
+            q = slash == std::string::npos ? std::string() : q.substr(0, slash);
+          }
+        }
         // A parent's max_pending_jobs bounds its whole subtree (a tenant's, say).
         for (size_t slash = queue.rfind('/'); slash != std::string::npos && slash > 0;
              slash = queue.rfind('/', slash - 1)) {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "api/options_validation.h"
+#include "model/elastic_sizes.h"
 #include "model/node_labels.h"
 #include "model/queue_path.h"
 #include "model/resource_vector.h"
@@ -171,6 +172,7 @@ Status ValidateCounts(const v1::JobSpec& spec) {
                                               Num(e.min_tasks()) + ") and " + Num(kMaxTasksPerJob) +
                                               ", got " + Num(e.max_tasks()));
     }
+    if (Status sizes = ElasticSizes::Check(e); !sizes.ok()) return sizes;
     if (spec.tasks() != 0) {
       return Invalid("tasks", "leave unset for an elastic job; elastic.max_tasks sets the count");
     }
@@ -285,6 +287,11 @@ Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits) {
   const v1::SimulationHints& sim = spec.simulation();
   TESSERA_RETURN_IF_ERROR(Between(sim.duration_ms(), 0, kMaxSimulatedMs, "simulation.duration_ms"));
   TESSERA_RETURN_IF_ERROR(Between(sim.exit_code(), 0, kMaxExitCode, "simulation.exit_code"));
+  if (sim.has_gpu_utilization_pct() &&
+      !(sim.gpu_utilization_pct() >= 0 && sim.gpu_utilization_pct() <= 100)) {
+    return Invalid("simulation.gpu_utilization_pct", "must be a number in [0, 100], got " +
+                                                         std::to_string(sim.gpu_utilization_pct()));
+  }
   return Between(sim.checkpoint_every_ms(), 0, kMaxSimulatedMs, "simulation.checkpoint_every_ms");
 }
 
@@ -298,6 +305,18 @@ Status ValidateQueueSpec(const v1::QueueSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ValidateLimits(spec.cap(), "cap"));
   if (spec.max_pending_jobs() < 0) {
     return Invalid("max_pending_jobs", "must be >= 0, got " + Num(spec.max_pending_jobs()));
+  }
+  if (spec.has_idle_gpus()) {
+    const v1::IdleGpuPolicy& idle = spec.idle_gpus();
+    if (!std::isfinite(idle.below_pct()) || idle.below_pct() < 0 || idle.below_pct() > 100) {
+      return Invalid("idle_gpus.below_pct",
+                     "must be a number in [0, 100], got " + std::to_string(idle.below_pct()));
+    }
+    // A window is needed once a threshold is set (0 would flag every job at its first reading).
+    TESSERA_RETURN_IF_ERROR(Between(idle.idle_for_s(), idle.below_pct() > 0 ? 1 : 0,
+                                    kMaxIdleGpuSeconds, "idle_gpus.idle_for_s"));
+    TESSERA_RETURN_IF_ERROR(
+        Between(idle.warning_s(), 0, kMaxIdleGpuSeconds, "idle_gpus.warning_s"));
   }
   const ResourceVector guarantee = ResourceVector::FromProto(spec.guarantee());
   const ResourceVector cap = ResourceVector::FromLimits(spec.cap());

@@ -25,6 +25,8 @@ inline constexpr int64_t kMaxMemoryMib = 1LL << 30;     // 1 PiB.
 inline constexpr int64_t kMaxTimeLimitSeconds = 366 * 24 * 3600;
 inline constexpr int64_t kMaxSimulatedMs = kMaxTimeLimitSeconds * 1000;
 inline constexpr int kMaxExitCode = 255;
+// The longest idle window or warning of an idle-GPU policy (QueueSpec.idle_gpus): 30 days.
+inline constexpr int64_t kMaxIdleGpuSeconds = 30 * 24 * 3600;
 
 // Checks `spec` field by field, and its size against `limits`.
 Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits);

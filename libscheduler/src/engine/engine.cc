@@ -165,6 +165,7 @@ v1::SchedulerStats Engine::Stats() const {
   stats.set_nodes(nodes);
   stats.set_queues(static_cast<int64_t>(queues_.All().size()));
   stats.set_reservations(static_cast<int64_t>(reservations_.size()));
+  stats.set_idle_gpu_jobs(idle_gpus_.flagged_jobs());
   statistics_.Fill(stats);
   return stats;
 }

@@ -28,6 +28,7 @@
 #include "engine/engine_statistics.h"
 #include "engine/executor.h"
 #include "engine/gpu_health_book.h"
+#include "engine/idle_gpu_watch.h"
 #include "engine/job_record.h"
 #include "engine/job_update.h"
 #include "engine/make_room_step.h"
@@ -325,6 +326,12 @@ class Engine final : public ExecutorEvents {
   // preempts (reclaiming for `claimant`, if set): it does when `job` could preempt the holder.
   bool ReservationYields(const JobRecord& holder, const JobRecord& job,
                          std::optional<QueueId> claimant) const;
+  // A shrink goes down one allowed count at a time (JobRecord::sizes), each step a victim: a
+  // plan that takes step k of a job with a size rule is given its steps 1..k-1 too, so the job
+  // lands on an allowed count. The steps only free more room, so the plan still holds. (Without
+  // a rule every step is one task and any of them may go alone.)
+  void WithEarlierShrinkSteps(
+      PreemptionPlan& plan, const std::unordered_map<uint64_t, std::vector<Victim>>& victims) const;
   void Preempt(JobRecord& victim, const std::string& reason, bool count_as_preemption = true);
   void Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
               const std::string& reason);
@@ -334,7 +341,7 @@ class Engine final : public ExecutorEvents {
   void RequeuePreempted(JobRecord& job);
   TimestampUs LastCheckpoint(const JobRecord& job, TimestampUs now) const;
   // What the victim rule (preemption/victim_eligibility.h) reads of `job`.
-  static VictimFacts VictimFactsOf(const JobRecord& job);
+  VictimFacts VictimFactsOf(const JobRecord& job) const;
   // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
   // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
   int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;
@@ -356,6 +363,10 @@ class Engine final : public ExecutorEvents {
   bool DrainMigFor(JobRecord& job, int min_tasks);
 
   // engine_health.cc
+  // Feeds a reading of GPU `gpu` of `node` to the idle-GPU watch for each running job that
+  // holds it, and acts on what changes: a JOB_GPU_IDLE event (flagged, warned, busy again), and
+  // for a job that turned reclaimable, another look at the jobs that wait.
+  void WatchIdleGpus(const NodeState& node, int gpu, const v1::GpuTelemetry& reading);
   void EvictFromGpu(const NodeState& node, int gpu, const std::string& why);
   void ClearFailedGpus(NodeState& node);
   void PersistNodeEvent(const std::string& node, const std::string& reason,
@@ -373,6 +384,7 @@ class Engine final : public ExecutorEvents {
   PreemptionPlanner preemption_planner_;
   PreemptionGuard preemption_guard_;
   GpuHealthBook gpu_health_;  // GPUs with readings, and whether each may take work.
+  IdleGpuWatch idle_gpus_;    // running jobs whose GPUs stay idle (QueueSpec.idle_gpus).
   // Live tasks on each node (job id, task index): the victims preemption can see there.
   std::vector<std::vector<std::pair<uint64_t, int32_t>>> tasks_by_node_;
   // Live tasks by expected end (the time limit, or default_runtime_estimate after the start):

@@ -192,6 +192,15 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
           KeepWithinQuota(queues_, leaf, placer_, result, min_tasks)) {
     return over_quota(v);
   }
+  // An elastic job starts at the largest count its size rule allows of what was placed (at
+  // least its smallest allowed count, which was the placement's minimum).
+  if (job.elastic) {
+    const int live = job.LiveTasks();
+    const int placed = static_cast<int>(result.tasks.size());
+    const int keep = job.sizes.AtMost(live + placed).value_or(live + placed) - live;
+    for (int i = keep; i < placed; ++i) placer_.Release(result.tasks[i]);
+    result.tasks.resize(keep);
+  }
   PlaceResult(leaf, job, std::move(result));
   return PlaceAttempt::kPlaced;
 }

@@ -1,8 +1,11 @@
 // Elastic growth: capacity that no pending job can use goes to running elastic jobs below
-// their maximum, one task at a time, the job whose queue has the smallest share first. When
-// someone needs the room back, preemption shrinks these jobs first (it loses no work), so
+// their maximum, one step at a time, the job whose queue has the smallest share first. A step
+// takes a job to the next task count its size rule allows (JobSpec.elastic.sizes; one task
+// when it has none), all its tasks at once or none: a job never runs at a count it cannot use.
+// When someone needs the room back, preemption shrinks these jobs first (it loses no work), so
 // growing never keeps a newcomer out for long.
 #include <algorithm>
+#include <optional>
 
 #include "engine/engine.h"
 #include "engine/quota_charge.h"
@@ -22,19 +25,23 @@ void Engine::GrowElastic() {
   std::sort(growing.begin(), growing.end(), [this](const JobRecord* a, const JobRecord* b) {
     return queues_.Precedes(a->queue, a->key, b->queue, b->key);
   });
-  // Round-robin, one task per job per round, so the first job does not take everything.
+  // Round-robin, one step per job per round, so the first job does not take everything.
   bool grew = true;
   while (grew) {
     grew = false;
     for (JobRecord* job : growing) {
-      if (job->LiveTasks() >= job->wanted_tasks) continue;
-      if (queues_.TasksWithinQuota(job->queue, job->shape.RequestVector(), 1) < 1) continue;
-      reservation_filter_->SetPlacing(job->id, std::nullopt);
-      PlacementResult result = placer_.Place(job->shape, 1, 1, job->same_node);
-      if (!result.placed() || KeepWithinQuota(queues_, job->queue, placer_, result, 1)) continue;
       const int before = job->LiveTasks();
+      const std::optional<int> next = job->sizes.Above(before);
+      if (!next) continue;
+      const int step = *next - before;
+      if (queues_.TasksWithinQuota(job->queue, job->shape.RequestVector(), step) < step) continue;
+      reservation_filter_->SetPlacing(job->id, std::nullopt);
+      PlacementResult result = placer_.Place(job->shape, step, step, job->same_node);
+      if (!result.placed() || KeepWithinQuota(queues_, job->queue, placer_, result, step)) {
+        continue;
+      }
       PlaceResult(job->queue, *job, std::move(result));
-      executor_->Resize(TaskRef{job->id, job->attempt, 0}, before + 1);
+      executor_->Resize(TaskRef{job->id, job->attempt, 0}, *next);
       grew = true;
     }
   }

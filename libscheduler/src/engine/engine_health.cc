@@ -2,11 +2,22 @@
 // XID errors: no more work, its tasks requeued) or too hot (no new work until it cools below a
 // lower mark); an executor lost and regained, and the tasks of superseded attempts it still runs.
 #include <algorithm>
+#include <cstdio>
 
 #include "common/log.h"
 #include "engine/engine.h"
 
 namespace tessera {
+namespace {
+
+// "5%", "12.5%": a utilisation as events show it.
+std::string FormatPercent(double pct) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g%%", pct);
+  return text;
+}
+
+}  // namespace
 
 Status Engine::OnTelemetry(const v1::GpuTelemetry& reading) {
   NodeState* node = cluster_.Find(reading.node());
@@ -18,6 +29,7 @@ Status Engine::OnTelemetry(const v1::GpuTelemetry& reading) {
     return InvalidArgumentError("gpu: index " + std::to_string(gpu) + " out of range for node '" +
                                 reading.node() + "' (" + std::to_string(count) + " GPUs)");
   }
+  WatchIdleGpus(*node, gpu, reading);
   const GpuHealthBook::Verdict verdict =
       gpu_health_.Record(node->id(), gpu, reading, clock_.NowUs());
   if (!verdict.changed) return Status::Ok();
@@ -37,6 +49,83 @@ Status Engine::OnTelemetry(const v1::GpuTelemetry& reading) {
     EvictFromGpu(*node, gpu, verdict.reason);
   }
   return Status::Ok();
+}
+
+void Engine::WatchIdleGpus(const NodeState& node, int gpu, const v1::GpuTelemetry& reading) {
+  if (node.id() >= tasks_by_node_.size()) return;
+  // The running jobs with a task on this GPU, each once, in id order (so the events are).
+  std::vector<uint64_t> holders;
+  for (const auto& [job_id, index] : tasks_by_node_[node.id()]) {
+    JobRecord& job = jobs_.at(job_id);
+    PlacedTask* task = FindTask(job, TaskRef{job_id, job.attempt, index});
+    if (task && !task->exited && (task->allocation.gpu_mask >> gpu) & 1u) {
+      holders.push_back(job_id);
+    }
+  }
+  if (holders.empty()) return;
+  std::sort(holders.begin(), holders.end());
+  holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+  const TimestampUs read_at = reading.time_us() > 0 ? reading.time_us() : clock_.NowUs();
+  for (uint64_t id : holders) {
+    JobRecord& job = jobs_.at(id);
+    if (job.state != v1::RUNNING || job.preempting || job.cancel_requested || job.failing) {
+      continue;
+    }
+    const IdleGpuRule rule = ResolveIdleGpuRule(queues_, job.queue, job.idle_gpu_exempt);
+    if (!rule.watched) {
+      idle_gpus_.Forget(id);  // the admin turned the policy off (or allowed the exemption).
+      continue;
+    }
+    const auto job_gpus = [&job] {
+      std::vector<GpuRef> gpus;
+      for (const PlacedTask& t : job.tasks) {
+        if (t.exited) continue;
+        for (int g = 0; g < 32; ++g) {
+          if ((t.allocation.gpu_mask >> g) & 1u) gpus.push_back({t.allocation.node, g});
+        }
+      }
+      std::sort(gpus.begin(), gpus.end());
+      gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+      return gpus;
+    };
+    // A window never begins before the run it judges.
+    const TimestampUs at = std::max(read_at, job.start_time_us);
+    const IdleGpuWatch::Verdict verdict = idle_gpus_.Record(
+        id, rule.policy, GpuRef{node.id(), gpu}, reading.utilization_pct(), at, job_gpus);
+    if (verdict.busy_again) {
+      job.reason = "GPUs busy again: GPU " + std::to_string(gpu) + " of node '" + node.name() +
+                   "' reports " + FormatPercent(reading.utilization_pct()) + " utilisation";
+      Persist(job, MakeEvent(job, v1::JOB_GPU_IDLE, job.state, job.reason));
+      continue;
+    }
+    if (verdict.flagged) {
+      statistics_.IdleGpuFlagged();
+      job.reason = "GPUs idle: " + std::to_string(verdict.gpus) + " GPU(s) below " +
+                   FormatPercent(rule.policy.below_pct) + " utilisation for " +
+                   std::to_string((at - verdict.idle_since) / 1'000'000) + " s (queue '" +
+                   queues_.Name(rule.from) + "' idle_gpus)";
+      if (rule.exemption_refused) {
+        job.reason += "; idle_gpu_exempt is not allowed there (idle_gpus.allow_exemption)";
+      }
+      Persist(job, MakeEvent(job, v1::JOB_GPU_IDLE, job.state, job.reason));
+      // A job that is not preemptible is never stopped for it, so it gets no warning.
+      if (rule.policy.reclaim && job.preemptible) {
+        job.reason =
+            "warning: GPUs idle; the job may be preempted for a job that waits for its "
+            "room " +
+            (rule.policy.warning_us > 0
+                 ? "in " + std::to_string(rule.policy.warning_us / 1'000'000) + " s"
+                 : std::string("from now on")) +
+            ", unless its GPUs get busy";
+        Persist(job, MakeEvent(job, v1::JOB_GPU_IDLE, job.state, job.reason));
+      }
+    }
+    if (verdict.reclaimable && job.preemptible) {
+      // Queue heads that wait may now take its room: look again.
+      capacity_freed_ = true;
+      host_.RequestDecisions();
+    }
+  }
 }
 
 void Engine::EvictFromGpu(const NodeState& node, int gpu, const std::string& why) {

@@ -40,6 +40,8 @@ void Engine::SetState(JobRecord& job, v1::JobState state) {
     ++pending_jobs_;
     queues_.AdjustPendingJobs(job.queue, 1);
   }
+  // Only a running job's GPUs are watched; a new run starts a new window.
+  if (old == v1::RUNNING) idle_gpus_.Forget(job.id);
   const bool was_running = IsRunningState(old);
   const bool is_running = IsRunningState(state);
   if (was_running != is_running) {
@@ -118,13 +120,16 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
   job.elastic = spec.has_elastic() && spec.elastic().max_tasks() > 0;
   if (job.elastic) {
-    job.wanted_tasks = spec.elastic().max_tasks();
-    job.gang_min = std::max(1, spec.elastic().min_tasks());
+    // It runs only at the counts its rule allows: from the smallest to the largest of them.
+    job.sizes = ElasticSizes::FromBounds(spec.elastic());
+    job.wanted_tasks = job.sizes.Largest();
+    job.gang_min = job.sizes.Smallest();
   } else {
     job.wanted_tasks = tasks;
     job.gang_min = spec.gang_min() > 0 ? spec.gang_min() : tasks;
   }
   job.same_node = spec.topology().tasks_same_node();
+  job.idle_gpu_exempt = spec.idle_gpu_exempt();
   job.grace_ms = spec.checkpoint_grace_s() * 1000;
   job.time_limit_us = spec.time_limit_s() * 1'000'000;
   job.checkpoint_every_us = spec.simulation().checkpoint_every_ms() * 1000;
@@ -133,6 +138,9 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   job.last_checkpoint_us = status.last_checkpoint_us();
   job.sim_duration_ms = spec.simulation().duration_ms();
   job.sim_exit_code = spec.simulation().exit_code();
+  if (spec.simulation().has_gpu_utilization_pct()) {
+    job.sim_gpu_utilization_pct = spec.simulation().gpu_utilization_pct();
+  }
   std::string source_backend, external_id;
   const bool from_backend =
       ParseBackendSubmitKey(stored.idempotency_key(), &source_backend, &external_id);
@@ -337,6 +345,9 @@ void Engine::Launch(uint64_t job_id, int32_t attempt, int32_t first_task, int32_
     request.time_limit_s = job->time_limit_us / 1'000'000;
     request.sim_duration_ms = job->sim_duration_ms;
     request.sim_exit_code = job->sim_exit_code;
+    if (job->sim_gpu_utilization_pct >= 0) {
+      request.sim_gpu_utilization_pct = job->sim_gpu_utilization_pct;
+    }
     request.details = job->details;
     task->launched = true;
     executor_->Launch(request);

@@ -3,6 +3,8 @@
 // stop, requeue with the original submit time), and the index of live tasks per node that the
 // planner looks through.
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/engine.h"
@@ -51,7 +53,7 @@ TimestampUs Engine::LastCheckpoint(const JobRecord& job, TimestampUs now) const 
   return last;
 }
 
-VictimFacts Engine::VictimFactsOf(const JobRecord& job) {
+VictimFacts Engine::VictimFactsOf(const JobRecord& job) const {
   VictimFacts facts;
   facts.job = job.id;
   facts.queue = job.queue;
@@ -61,6 +63,7 @@ VictimFacts Engine::VictimFactsOf(const JobRecord& job) {
   facts.stopping = job.preempting;
   facts.preemptible = job.preemptible;
   facts.elastic = job.elastic;
+  facts.idle_reclaimable = idle_gpus_.Reclaimable(job.id);
   facts.live_tasks = job.LiveTasks();
   facts.gang_min = job.gang_min;
   facts.started_us = job.start_time_us;
@@ -111,7 +114,7 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     }
     if (first_eligible == 0 || eligible < first_eligible) first_eligible = eligible;
   }
-  if (!old_enough_runs && !reclaim && elastic_jobs_.empty()) {
+  if (!old_enough_runs && !reclaim && elastic_jobs_.empty() && !idle_gpus_.AnyReclaimable()) {
     if (first_eligible > now) {
       job.no_preemption_before_us = first_eligible;
       ArmPreemptionRetry(first_eligible);
@@ -143,21 +146,30 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
       return it->second;
     }
     if (verdict.extent == VictimVerdict::Extent::kShrink) {
-      int extra = v.LiveTasks() - v.gang_min;
-      for (auto t = v.tasks.rbegin(); t != v.tasks.rend() && extra > 0; ++t) {
-        if (t->exited || t->stopping) continue;
+      // One victim per step down to the next count its size rule allows (one task each when it
+      // has none), the last tasks first; a plan that takes a step takes the steps before it
+      // too (WithEarlierShrinkSteps).
+      // Counted without the tasks already stopping (a shrink under way): it lands below them.
+      int size = 0;
+      for (const PlacedTask& p : v.tasks) size += p.exited || p.stopping ? 0 : 1;
+      auto t = v.tasks.rbegin();
+      for (std::optional<int> next = v.sizes.Below(size); next && *next >= v.gang_min;
+           size = *next, next = v.sizes.Below(size)) {
         Victim victim;
         victim.job = id;
         victim.shrink_only = true;
-        victim.tasks.push_back({t->index, t->allocation});
         victim.cost.priority = v.key.priority;
+        for (; t != v.tasks.rend() && static_cast<int>(victim.tasks.size()) < size - *next; ++t) {
+          if (!t->exited && !t->stopping) victim.tasks.push_back({t->index, t->allocation});
+        }
+        if (static_cast<int>(victim.tasks.size()) < size - *next) break;
         it->second.push_back(std::move(victim));
-        --extra;
       }
       return it->second;
     }
     Victim victim;
     victim.job = id;
+    victim.idle_gpus = verdict.by_idle_gpus;
     victim.tasks.reserve(v.tasks.size());
     for (const PlacedTask& t : v.tasks) {
       if (!t.exited) victim.tasks.push_back({t.index, t.allocation});
@@ -222,6 +234,7 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     return false;
   }
   preemption_guard_.Record(now, whole);
+  WithEarlierShrinkSteps(*plan, victims);
 
   // Carry it out. The job leaves its queue's pending order and waits, with the freed nodes
   // reserved for it, until the victims' grace periods are over and their tasks are gone; the
@@ -229,10 +242,11 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
   int64_t grace_us = 0;
   // Why each victim gives way: a lower priority, its queue's borrowing while this one is below
   // its guarantee, or (shrinks of an equal priority) tasks above its elastic minimum.
-  auto why = [&](const JobRecord& victim) {
+  auto why = [&](const JobRecord& victim, const Victim& v) {
     return "to make room for job " + std::to_string(job.id) +
-           (victim.key.priority < job.key.priority && !reclaim_only ? " (higher priority)"
-            : reclaim                                               ? " (queue below its guarantee)"
+           (v.idle_gpus                                               ? " (its GPUs stayed idle)"
+            : victim.key.priority < job.key.priority && !reclaim_only ? " (higher priority)"
+            : reclaim ? " (queue below its guarantee)"
                       : " (equal priority; tasks above the elastic minimum give way)");
   };
   std::unordered_map<uint64_t, std::vector<const Victim*>> shrinks;
@@ -244,13 +258,14 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
       shrinks[v->job].push_back(v);
     } else {
       statistics_.Preempted();
-      Preempt(victim, "preempted " + why(victim));
+      if (v->idle_gpus) statistics_.IdleGpuPreempted();
+      Preempt(victim, "preempted " + why(victim, *v));
     }
   }
   for (const auto& [victim_id, tasks] : shrinks) {
     statistics_.Preempted();
     JobRecord& victim = jobs_.at(victim_id);
-    Shrink(victim, tasks, "shrinking " + why(victim));
+    Shrink(victim, tasks, "shrinking " + why(victim, *tasks.front()));
   }
   // Hold on each node what the victims free there for this job.
   std::vector<ResourceVector> held(plan->nodes.size());
@@ -263,6 +278,28 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
   AwaitVictims(job, plan->nodes, std::move(held), grace_us,
                "preempting " + std::to_string(plan->victims.size()) + " victim(s) to make room");
   return true;
+}
+
+void Engine::WithEarlierShrinkSteps(
+    PreemptionPlan& plan, const std::unordered_map<uint64_t, std::vector<Victim>>& victims) const {
+  // Per job, the deepest step the plan takes (its steps are listed in order, the first from
+  // the job's present count).
+  std::map<uint64_t, size_t> deepest;
+  for (const Victim* v : plan.victims) {
+    if (!v->shrink_only || !jobs_.at(v->job).sizes.HasRule()) continue;
+    const std::vector<Victim>& steps = victims.at(v->job);
+    const size_t step = static_cast<size_t>(v - steps.data());
+    auto [at, inserted] = deepest.try_emplace(v->job, step);
+    if (!inserted) at->second = std::max(at->second, step);
+  }
+  for (const auto& [job, step] : deepest) {
+    const std::vector<Victim>& steps = victims.at(job);
+    for (size_t i = 0; i < step; ++i) {
+      if (std::find(plan.victims.begin(), plan.victims.end(), &steps[i]) == plan.victims.end()) {
+        plan.victims.push_back(&steps[i]);
+      }
+    }
+  }
 }
 
 bool Engine::ReservationYields(const JobRecord& holder, const JobRecord& job,

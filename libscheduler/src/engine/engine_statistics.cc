@@ -22,6 +22,8 @@ void EngineStatistics::Fill(v1::SchedulerStats& stats) const {
   stats.set_preemptions(preempted_);
   *stats.mutable_preemption_latency() = preemption_latency_.Summary();
   stats.set_lost_gpu_seconds(lost_gpu_us_ / 1'000'000);
+  stats.set_idle_gpu_flags(idle_gpu_flags_);
+  stats.set_idle_gpu_preemptions(idle_gpu_preemptions_);
 }
 
 }  // namespace tessera

@@ -27,11 +27,15 @@ class EngineStatistics {
   void Preempted() { ++preempted_; }
   // GPU work (milli-GPU x microseconds) lost by the victims of a preemption or drain.
   void LostWork(int64_t gpu_us) { lost_gpu_us_ += gpu_us; }
+  // A running job was flagged for idle GPUs; a job was preempted because they were idle.
+  void IdleGpuFlagged() { ++idle_gpu_flags_; }
+  void IdleGpuPreempted() { ++idle_gpu_preemptions_; }
   void ReservationPlanned(int64_t nanoseconds) { reservation_latency_.Record(nanoseconds); }
   void PreemptionPlanned(int64_t nanoseconds) { preemption_latency_.Record(nanoseconds); }
 
   // Sets the fields of `stats` these statistics own (decisions, placements, finished jobs,
-  // backfilled, preemptions, lost GPU seconds, and the three latencies); leaves the rest.
+  // backfilled, preemptions, lost GPU seconds, idle-GPU flags and preemptions, and the three
+  // latencies); leaves the rest.
   void Fill(v1::SchedulerStats& stats) const;
 
  private:
@@ -41,6 +45,8 @@ class EngineStatistics {
   int64_t finished_ = 0;
   int64_t preempted_ = 0;
   int64_t lost_gpu_us_ = 0;
+  int64_t idle_gpu_flags_ = 0;
+  int64_t idle_gpu_preemptions_ = 0;
   LatencyHistogram decision_latency_;
   LatencyHistogram reservation_latency_;
   LatencyHistogram preemption_latency_;

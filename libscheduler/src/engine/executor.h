@@ -58,12 +58,13 @@ struct LaunchRequest {
   std::optional<v1::GpuPartition> partition;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  std::string queue;                          // the job's leaf queue.
-  int32_t priority = 0;                       // the job's priority.
-  int64_t time_limit_s = 0;                   // 0 = none.
-  int64_t sim_duration_ms = 0;                // simulation only.
-  int32_t sim_exit_code = 0;                  // simulation only.
-  std::shared_ptr<const JobDetails> details;  // null when the job has none of its fields.
+  std::string queue;                              // the job's leaf queue.
+  int32_t priority = 0;                           // the job's priority.
+  int64_t time_limit_s = 0;                       // 0 = none.
+  int64_t sim_duration_ms = 0;                    // simulation only.
+  int32_t sim_exit_code = 0;                      // simulation only.
+  std::optional<double> sim_gpu_utilization_pct;  // simulation only (the sim backend's GPUs).
+  std::shared_ptr<const JobDetails> details;      // null when the job has none of its fields.
 };
 
 class ExecutorEvents {

@@ -12,6 +12,7 @@
 #include "engine/executor.h"
 #include "fairshare/pending_key.h"
 #include "fairshare/queue_tree.h"
+#include "model/elastic_sizes.h"
 #include "model/node_state.h"
 #include "model/resource_vector.h"
 #include "model/task_shape.h"
@@ -48,15 +49,22 @@ struct JobRecord {
   PendingKey key;  // priority, submit time, id.
   bool preemptible = true;
   TaskShape shape;
-  int32_t wanted_tasks = 1;  // tasks to place in all (elastic: the maximum).
-  int32_t gang_min = 1;      // tasks that must start together.
+  // Tasks to place in all (elastic: the largest count `sizes` allows).
+  int32_t wanted_tasks = 1;
+  // Tasks that must start together (elastic: the smallest count `sizes` allows).
+  int32_t gang_min = 1;
   bool elastic = false;
+  // The task counts an elastic job may run at (JobSpec.elastic.sizes); any for other jobs.
+  ElasticSizes sizes{1, 1};
   bool same_node = false;
+  bool idle_gpu_exempt = false;     // JobSpec.idle_gpu_exempt (honoured where the queue allows).
   int64_t grace_ms = 0;             // notice given before a stop turns into a kill.
   int64_t time_limit_us = 0;        // 0 = none.
   int64_t checkpoint_every_us = 0;  // simulation: checkpoints this often while running.
   int64_t sim_duration_ms = 0;
   int32_t sim_exit_code = 0;
+  // simulation.gpu_utilization_pct, what the sim backend reports for its GPUs; < 0: unset.
+  double sim_gpu_utilization_pct = -1;
   // What a backend is told beyond resources (the process, labels, backend spec); shared, and
   // null when the spec has none of them, so jobs of the simulation pay one pointer.
   std::shared_ptr<const JobDetails> details;

@@ -13,6 +13,11 @@ StatusOr<std::vector<v1::NodeSpec>> ExpandSimulatedCluster(const v1::SimulatedCl
         ": scripted node changes and faults are run by the sim plugin (executor_plugin: sim), "
         "not by the built-in simulation");
   }
+  if (cluster.report_telemetry()) {
+    return InvalidArgumentError(
+        "report_telemetry: GPU telemetry is reported by the sim plugin (executor_plugin: sim), "
+        "not by the built-in simulation");
+  }
   std::vector<v1::NodeSpec> nodes;
   for (int g = 0; g < cluster.groups_size(); ++g) {
     const v1::SimulatedNodeGroup& group = cluster.groups(g);

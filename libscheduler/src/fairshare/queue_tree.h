@@ -61,6 +61,8 @@ class QueueTree {
   const std::string& Name(QueueId q) const { return nodes_[q].name; }
   bool IsLeaf(QueueId q) const { return nodes_[q].children.empty(); }
   const v1::QueueSpec& Spec(QueueId q) const { return nodes_[q].spec; }
+  // The queue above `q` (kRoot for a top-level queue; the root's own is kRoot).
+  QueueId Parent(QueueId q) const { return nodes_[q].parent; }
   // Every live queue except the root, parents before children.
   std::vector<QueueId> All() const;
 

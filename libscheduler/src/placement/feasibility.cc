@@ -5,6 +5,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "model/elastic_sizes.h"
+
 namespace tessera {
 
 std::string DescribeShareAsk(const TaskShape& shape);
@@ -29,7 +31,8 @@ FeasibilityQuery FeasibilityQuery::FromSpec(const v1::JobSpec& spec,
   q.gpu_memory_mib = q.shape.gpu_memory_mib;
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
   if (spec.has_elastic()) {
-    q.min_tasks = std::max(1, spec.elastic().min_tasks());
+    // The least it may start with: the smallest count its size rule allows.
+    q.min_tasks = ElasticSizes::FromBounds(spec.elastic()).Smallest();
   } else {
     q.min_tasks = spec.gang_min() > 0 ? spec.gang_min() : tasks;
   }

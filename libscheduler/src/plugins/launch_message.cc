@@ -94,6 +94,9 @@ v1::LaunchTask MakeLaunchTask(const LaunchRequest& request, const DeviceBook& de
   launch.set_time_limit_s(request.time_limit_s);
   launch.mutable_simulation()->set_duration_ms(request.sim_duration_ms);
   launch.mutable_simulation()->set_exit_code(request.sim_exit_code);
+  if (request.sim_gpu_utilization_pct) {
+    launch.mutable_simulation()->set_gpu_utilization_pct(*request.sim_gpu_utilization_pct);
+  }
   launch.set_epoch(epoch);
   return launch;
 }

@@ -42,6 +42,7 @@ struct VictimTask {
 struct Victim {
   uint64_t job = 0;
   bool shrink_only = false;       // only elastic tasks above the job's minimum.
+  bool idle_gpus = false;         // it gives way because its GPUs stayed idle.
   std::vector<VictimTask> tasks;  // everything stopping it frees.
   VictimCost cost;
 };

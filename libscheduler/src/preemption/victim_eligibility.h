@@ -12,6 +12,9 @@
 //     within its guarantee would be reclaimed at once, and the two queues would take turns
 //     preempting each other for ever); or when the preemptor's queue (or one above it)
 //     reclaims its guarantee and the victim's queue holds what it has beyond its own.
+//   - a job whose GPUs stayed idle under a reclaiming policy (QueueSpec.idle_gpus) gives way
+//     whole to any preemptor, of any priority and queue: its room is wasted where it is. Not
+//     to a preemptor that may only reclaim a guarantee, unless the reclaim allows it anyway.
 // A job that may give way also has to pass the guards against thrash (PreemptionGuard: a
 // minimum runtime, a cooldown after its last preemption); until it does, the verdict says when
 // it will.
@@ -40,6 +43,8 @@ struct VictimFacts {
   bool stopping = false;  // already being preempted.
   bool preemptible = false;
   bool elastic = false;
+  // Its GPUs stayed idle and its queue's idle_gpus policy reclaims them (engine/idle_gpu_watch.h).
+  bool idle_reclaimable = false;
   int live_tasks = 0;
   int gang_min = 0;
   TimestampUs started_us = 0;
@@ -72,8 +77,11 @@ struct VictimVerdict {
   // For kShrink and kWhole: not allowed now because it is still starting; once RUNNING, the
   // guards decide (allowed_at is then 0: no clock time says when that is).
   bool once_running = false;
-  // For kWhole: it gives way for its lower priority (else for the claimant's guarantee).
+  // For kWhole: it gives way for its lower priority (else for the claimant's guarantee, or for
+  // its idle GPUs).
   bool by_priority = false;
+  // For kWhole: it gives way because its GPUs stayed idle (and for nothing else).
+  bool by_idle_gpus = false;
 
   bool MayStopNow(Extent e) const { return extent == e && allowed_now; }
 };

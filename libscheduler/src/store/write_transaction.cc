@@ -241,6 +241,9 @@ StatusOr<WriteTransaction::QueueShape> WriteTransaction::GetQueueShape(const std
             FailedPreconditionError("store: corrupt queue record '" + name + "'"));
       }
       shape.max_pending_jobs = spec.max_pending_jobs();
+      shape.has_idle_gpus = spec.has_idle_gpus();
+      shape.idle_gpus_on = spec.idle_gpus().below_pct() > 0;
+      shape.idle_gpu_exemption_allowed = spec.idle_gpus().allow_exemption();
     }
   }
   // A handful at most in a batch; a batch naming many queues stops remembering more.

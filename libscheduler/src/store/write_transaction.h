@@ -84,6 +84,10 @@ class WriteTransaction {
     bool exists = false;
     bool has_children = false;
     int64_t max_pending_jobs = 0;  // the queue's QueueSpec::max_pending_jobs.
+    // Its QueueSpec::idle_gpus: whether set, and if so whether on and allowing exemption.
+    bool has_idle_gpus = false;
+    bool idle_gpus_on = false;
+    bool idle_gpu_exemption_allowed = false;
   };
   StatusOr<QueueShape> GetQueueShape(const std::string& name);
   // Whoever rolls back part of the transaction (to a savepoint) calls this: what was read

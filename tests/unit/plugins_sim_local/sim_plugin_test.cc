@@ -227,6 +227,39 @@ TEST_CASE("sim: tasks end after their duration, in host time, reported in time o
   CHECK(host->violations().empty());
 }
 
+TEST_CASE("sim: with report_telemetry, each GPU reads its task's declared utilisation") {
+  // Off by default: no readings.
+  std::unique_ptr<FakeHost> quiet = StartSim();
+  v1::TelemetryBatch none;
+  REQUIRE(quiet->Telemetry(&none).ok());
+  CHECK(none.readings_size() == 0);
+
+  std::unique_ptr<FakeHost> host = StartSim(
+      R"({"groups":[{"namePrefix":"g","count":1,"cpuMilli":64000,"memoryMib":262144,"gpus":3,)"
+      R"("gpuModel":"A100-80GB","gpuMemoryMib":81920}],"reportTelemetry":true})");
+  v1::LaunchTask idle = Launch(1, 10'000, 0, "g-0");
+  idle.mutable_simulation()->set_gpu_utilization_pct(2.5);
+  v1::LaunchTask busy = Launch(2, 0, 0, "g-0");  // utilisation unset: 100.
+  busy.set_gpus(0, 1);
+  REQUIRE(host->Launch(idle).ok());
+  REQUIRE(host->Launch(busy).ok());
+  const auto read = [&] {
+    v1::TelemetryBatch batch;
+    REQUIRE(host->Telemetry(&batch).ok());
+    std::vector<double> pct(3, -1);
+    for (const v1::GpuTelemetry& r : batch.readings()) {
+      CHECK(r.node() == "g-0");
+      CHECK(r.time_us() == host->NowUs());
+      pct.at(r.gpu()) = r.utilization_pct();
+    }
+    return pct;
+  };
+  CHECK(read() == std::vector<double>{2.5, 100, 0});
+  // Once task 1 has ended (its exit not polled yet), GPU 0 is idle.
+  host->AdvanceUs(10 * kSecond);
+  CHECK(read() == std::vector<double>{0, 100, 0});
+}
+
 TEST_CASE("sim: a stop ends a task at min(natural end, now + grace)") {
   std::unique_ptr<FakeHost> host = StartSim();
   const int64_t t0 = host->NowUs();

@@ -146,5 +146,34 @@ TEST_CASE("victim rule: the guards say when a victim may be stopped") {
   CHECK(f.Judge(high, preempted, 1300 * kSecondUs).allowed_now);
 }
 
+TEST_CASE("victim rule: a job whose GPUs stayed idle gives way whole to anyone, with the guards") {
+  RuleFixture f;
+  // "a" holds one GPU within its guarantee, at a high priority: safe from priority and reclaim.
+  f.tree.AddAllocation(f.a, kGpu, 0);
+  const Preemptor low{100, f.b, 0, std::nullopt};
+  VictimFacts idle = f.Running(1, f.a, 10);
+  CHECK(f.Judge(low, idle).extent == Extent::kNone);
+  idle.idle_reclaimable = true;
+  const VictimVerdict verdict = f.Judge(low, idle);
+  CHECK(verdict.MayStopNow(Extent::kWhole));
+  CHECK(verdict.by_idle_gpus);
+  CHECK_FALSE(verdict.by_priority);
+  // Never a job that is not preemptible, and the minimum runtime still protects a young one.
+  VictimFacts kept = idle;
+  kept.preemptible = false;
+  CHECK(f.Judge(low, kept).extent == Extent::kNone);
+  const VictimVerdict young = f.Judge(low, idle, 30 * kSecondUs);
+  CHECK(young.extent == Extent::kWhole);
+  CHECK_FALSE(young.allowed_now);
+  // A preemptor that may only reclaim a guarantee takes nothing for idleness alone.
+  const Preemptor reclaim_only{100, f.b, 0, std::nullopt, true};
+  CHECK(f.Judge(reclaim_only, idle).extent == Extent::kNone);
+  // A lower priority stays the reason where it holds.
+  const Preemptor high{100, f.a, 20, std::nullopt};
+  const VictimVerdict by_priority = f.Judge(high, idle);
+  CHECK(by_priority.by_priority);
+  CHECK_FALSE(by_priority.by_idle_gpus);
+}
+
 }  // namespace
 }  // namespace tessera
