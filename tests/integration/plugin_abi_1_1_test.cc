@@ -206,10 +206,20 @@ TEST_CASE("ABI 1.1: a partitioner-only backend shapes another backend's GPUs") {
 }
 
 TEST_CASE("ABI 1.1: a foreign partitioner whose call fails releases the launch waiting for it") {
-  auto t = Open(MigBesideExecutor("call_error_node=test-0"));
+  Options options = MigBesideExecutor("call_error_node=test-0");
+  // Each of the node's eight MIG GPUs is tried in turn (each failed call leaves its GPU
+  // unmanaged) until no GPU could take the job; the partitioner stays healthy through eight
+  // failures in a row here. (A launch waiting on a foreign partitioner that turns unhealthy is
+  // not released yet: a known fault, noted in the issue.)
+  options.backends[1].plugin.max_consecutive_errors = 10;
+  auto t = Open(options);
   Scheduler* s = t.scheduler.get();
   const uint64_t job = MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id();
   t->WaitIdle();
+  for (int i = 0; i < 50 && MustGet(s, job).status().state() != v1::PENDING; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    t->WaitIdle();
+  }
   // At once, without waiting out the bound (no time has passed): the task was lost, not sent.
   CHECK(EventSays(s,
                   "re-partitioning GPU 0 of node 'test-0' failed: plugin 'partitioner': "
