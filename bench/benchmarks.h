@@ -138,4 +138,19 @@ struct LocalLaunchFlags {
 };
 int RunLocalLaunch(const LocalLaunchFlags& flags);
 
+// kube: pods made by others bound through the Kubernetes backend against the fake API server
+// (kube_bench.cc).
+struct KubeFlags {
+  CommonFlags common;
+  int nodes = 1000;
+  int pods = 2000;
+  int create_threads = 8;             // threads creating the pods (and the nodes).
+  int workers = 8;                    // the backend's workers (its API-calling threads).
+  int watch_pods = 10000;             // pods of the watch-recovery measurement; 0 skips it.
+  bool ceiling = true;                // also run the fake's bench_binds.py alone.
+  double timeout_s = 300;             // a run that has not bound every pod by then fails.
+  std::string plugin = "kubernetes";  // a name in the build's plugins directory, or a .so path.
+};
+int RunKube(const KubeFlags& flags);
+
 }  // namespace tessera::bench

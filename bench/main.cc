@@ -191,6 +191,38 @@ int Main(int argc, char** argv) {
                       "before each run, a decide run on the same cluster and store settings; "
                       "reports decide_ratio");
 
+#ifdef TESSERA_BENCH_KUBE
+  KubeFlags kube;
+  CLI::App* kube_cmd = app.add_subcommand(
+      "kube", "pods made by others bound through the Kubernetes backend (fake API server)");
+  AddCommonFlags(kube_cmd, &kube.common);
+  kube_cmd->add_option("--nodes", kube.nodes, "fake GPU nodes (8 GPUs each)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  kube_cmd->add_option("--pods", kube.pods, "one-GPU pods with schedulerName tessera")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  kube_cmd->add_option("--create-threads", kube.create_threads, "threads creating the pods")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  kube_cmd->add_option("--workers", kube.workers, "the backend's workers (API-calling threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  kube_cmd->add_option("--watch-pods", kube.watch_pods, "pods of the 410 recovery run (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  kube_cmd->add_flag("--ceiling,!--no-ceiling", kube.ceiling,
+                     "also measure the fake alone with its bench_binds.py");
+  kube_cmd
+      ->add_option("--plugin", kube.plugin,
+                   "the backend: a name in the build's plugins "
+                   "directory, or a .so path (to compare two builds)")
+      ->capture_default_str();
+  kube_cmd->add_option("--timeout-s", kube.timeout_s, "a run not done by then fails")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+#endif
+
   LocalLaunchFlags local_launch;
   CLI::App* local_launch_cmd = app.add_subcommand(
       "local-launch", "short tasks through the local backend: launches/s on one S-slot node");
@@ -259,6 +291,9 @@ int Main(int argc, char** argv) {
   if (timeline_cmd->parsed()) return RunTimeline(timeline);
   if (churn_cmd->parsed()) return RunChurn(churn);
   if (local_launch_cmd->parsed()) return RunLocalLaunch(local_launch);
+#ifdef TESSERA_BENCH_KUBE
+  if (kube_cmd->parsed()) return RunKube(kube);
+#endif
   if (measure_cmd->parsed()) return RunRecoverMeasure(measure);
   if (openb_cmd->parsed()) return RunOpenb(openb);
   return 1;

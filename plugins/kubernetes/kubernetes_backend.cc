@@ -618,7 +618,8 @@ void KubernetesBackend::OnIntakePod(const json& pod, bool deleted) {
       }
     } else {
       intake_[p.uid] = IntakeEntry{p, pod};
-      SubmitWaiting(p.namespace_name, p.group, &events);
+      // A pod alone needs only itself submitted; a gang member, its whole gang.
+      SubmitWaiting(p.namespace_name, p.group, &events, p.group.empty() ? p.uid : "");
     }
     for (const v1::BackendEvent& e : events) {
       if (e.kind() == v1::BackendEvent::WITHDRAW_JOB) submitted_.erase(e.external_id());
@@ -647,16 +648,12 @@ void KubernetesBackend::ResubmitEvery(std::chrono::seconds interval, std::stop_t
   }
 }
 
-// Submits the waiting pod(s) of one namespace and group ("" for pods alone) that can go now.
+// Submits the waiting pod(s) of one namespace and group ("" for pods alone) that can go now;
+// with `only_uid`, of the pods alone only that one (not every waiting pod of the namespace,
+// which made taking in N pods cost N^2 log N).
 void KubernetesBackend::SubmitWaiting(const std::string& ns, const std::string& group,
-                                      std::vector<v1::BackendEvent>* out) {
-  std::vector<const IntakeEntry*> members;
-  for (const auto& [uid, entry] : intake_) {
-    if (entry.pod.namespace_name != ns || entry.pod.group != group) continue;
-    members.push_back(&entry);
-  }
-  std::sort(members.begin(), members.end(),
-            [](const IntakeEntry* a, const IntakeEntry* b) { return a->pod.name < b->pod.name; });
+                                      std::vector<v1::BackendEvent>* out,
+                                      const std::string& only_uid) {
   auto submit = [&](const std::vector<const IntakeEntry*>& pods, const std::string& id) {
     if (submitted_.count(id)) return;
     std::vector<json> objects;
@@ -675,6 +672,18 @@ void KubernetesBackend::SubmitWaiting(const std::string& ns, const std::string& 
     submitted_.insert(id);
     out->push_back(std::move(event));
   };
+  if (group.empty() && !only_uid.empty()) {
+    const auto it = intake_.find(only_uid);
+    if (it != intake_.end()) submit({&it->second}, PodExternalId(it->second.pod));
+    return;
+  }
+  std::vector<const IntakeEntry*> members;
+  for (const auto& [uid, entry] : intake_) {
+    if (entry.pod.namespace_name != ns || entry.pod.group != group) continue;
+    members.push_back(&entry);
+  }
+  std::sort(members.begin(), members.end(),
+            [](const IntakeEntry* a, const IntakeEntry* b) { return a->pod.name < b->pod.name; });
   if (group.empty()) {
     for (const IntakeEntry* e : members) {
       submit({e}, PodExternalId(e->pod));

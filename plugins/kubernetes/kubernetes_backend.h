@@ -90,7 +90,7 @@ class KubernetesBackend : public plugin::Plugin {
   // Pods addressed to the scheduler.
   void OnIntakePod(const nlohmann::json& pod, bool deleted);
   void SubmitWaiting(const std::string& namespace_name, const std::string& group,
-                     std::vector<v1::BackendEvent>* out);
+                     std::vector<v1::BackendEvent>* out, const std::string& only_uid = "");
   void ResubmitEvery(std::chrono::seconds interval, std::stop_token stop);
 
   void CreatePod(const v1::LaunchTask& task, nlohmann::json pod, std::stop_token stop);
