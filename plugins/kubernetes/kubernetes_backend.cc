@@ -321,8 +321,10 @@ void KubernetesBackend::CreatePod(const v1::LaunchTask& task, json pod, std::sto
            StringAt(MetadataOf(existing).value("labels", json::object()), kBackendLabel) ==
                config_.name;
   };
+  if (!BeginMaking(ref)) return;
   kube::KubeOutcome<json> made =
       client_->Create(kube::CollectionPath(kube::Resource::Pods(), ns), pod, create, stop);
+  EndMaking(ref, made.ok(), stop);
   if (made.ok() || stop.stop_requested()) return;
   const kube::KubeError& e = made.error();
   // What the API server refuses (a namespace that does not exist, a pod it finds invalid, a
@@ -330,6 +332,41 @@ void KubernetesBackend::CreatePod(const v1::LaunchTask& task, json pod, std::sto
   const bool retryable = e.Retryable();
   Rejected(ref, retryable,
            "creating pod " + ns + "/" + StringAt(pod["metadata"], "name") + ": " + e.ToString());
+}
+
+bool KubernetesBackend::BeginMaking(const v1::TaskRef& ref) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TaskState& state = tasks_[KeyOf(ref)];
+    if (!state.stopping && !state.ended) {
+      state.making = true;
+      return true;
+    }
+    if (state.ended) return false;
+    state.ended = true;
+  }
+  v1::BackendEvent exited = TaskEvent(v1::BackendEvent::TASK_EXITED, ref);
+  exited.set_exit_code(kDeletedExitCode);
+  exited.set_message("stopped before its pod was made");
+  Emit({exited});
+  return false;
+}
+
+void KubernetesBackend::EndMaking(const v1::TaskRef& ref, bool made, std::stop_token stop) {
+  std::string ns, pod;
+  int64_t grace_s = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(KeyOf(ref));
+    if (it == tasks_.end()) return;
+    it->second.making = false;
+    if (!made || !it->second.stopping) return;
+    ns = it->second.namespace_name;
+    pod = it->second.pod;
+    grace_s = it->second.stop_grace_s;
+  }
+  // The stop came while the pod was being made, and found none: delete it now.
+  DeletePod(ref, ns, pod, grace_s, stop);
 }
 
 void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop) {
@@ -380,13 +417,23 @@ void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop
     state.pod = name;
     state.external_id = id;
   }
+  if (!BeginMaking(task.ref())) return;
+  bool bound_ok = false;
+  struct EndBind {
+    KubernetesBackend* self;
+    const v1::TaskRef& ref;
+    bool& ok;
+    std::stop_token stop;
+    ~EndBind() { self->EndMaking(ref, ok, stop); }
+  } end_bind{this, task.ref(), bound_ok, stop};
   const std::string path = kube::ObjectPath(kube::Resource::Pods(), ns, name);
   // Labelled first, so that this backend's pod watch follows it and a restarted backend finds it.
   json labels = {{kBackendLabel, config_.name},
                  {kJobLabel, std::to_string(task.ref().job())},
                  {kAttemptLabel, std::to_string(task.ref().attempt())},
                  {kTaskLabel, std::to_string(task.ref().task())}};
-  json patch = {{"metadata", {{"labels", labels}}}};
+  // And the external id, so that a restarted backend still knows the pod was taken in.
+  json patch = {{"metadata", {{"labels", labels}, {"annotations", {{kExternalIdAnnotation, id}}}}}};
   kube::KubeOutcome<json> labelled = client_->Patch(path, patch, kube::PatchType::kMerge, stop);
   if (!labelled.ok()) {
     if (stop.stop_requested()) return;
@@ -407,6 +454,7 @@ void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop
     return pod.value("spec", json::object()).value("nodeName", "") == node;
   };
   kube::KubeOutcome<json> bound = client_->Create(path + "/binding", binding, create, stop);
+  bound_ok = bound.ok();
   if (!bound.ok() && !stop.stop_requested()) {
     Rejected(
         task.ref(), false,
@@ -427,10 +475,37 @@ void KubernetesBackend::OnPod(const json& pod, bool deleted) {
       state.namespace_name = StringAt(metadata, "namespace");
       state.pod = StringAt(metadata, "name");
     }
+    if (state.external_id.empty()) {
+      state.external_id =
+          StringAt(metadata.value("annotations", json::object()), kExternalIdAnnotation);
+    }
     if (state.ended) {
       if (deleted) tasks_.erase(KeyOf(ref));
       return;
     }
+    const bool deleting = deleted || !metadata.value("deletionTimestamp", json()).is_null();
+    if (deleting && !state.stopping && !state.external_id.empty()) {
+      // A pod taken in, deleted by its owner: its job is withdrawn (cancelled), and the task
+      // ends when the scheduler stops it, whatever the kubelet reports meanwhile.
+      if (!state.withdrawn) {
+        v1::BackendEvent withdraw;
+        withdraw.set_kind(v1::BackendEvent::WITHDRAW_JOB);
+        withdraw.set_external_id(state.external_id);
+        events.push_back(withdraw);
+        state.withdrawn = true;
+      }
+    } else {
+      ReportOutcome(pod, deleted, ref, state, &events);
+      if (deleted) tasks_.erase(KeyOf(ref));
+    }
+  }
+  Emit(events);
+}
+
+void KubernetesBackend::ReportOutcome(const json& pod, bool deleted, const v1::TaskRef& ref,
+                                      TaskState& state, std::vector<v1::BackendEvent>* out) {
+  std::vector<v1::BackendEvent>& events = *out;
+  {
     const PodOutcome outcome = PodOutcomeOf(pod);
     auto start = [&] {
       if (!state.started) events.push_back(TaskEvent(v1::BackendEvent::TASK_STARTED, ref));
@@ -490,9 +565,7 @@ void KubernetesBackend::OnPod(const json& pod, bool deleted) {
       }
       state.ended = true;
     }
-    if (deleted) tasks_.erase(KeyOf(ref));
   }
-  Emit(events);
 }
 
 PluginStatus KubernetesBackend::Stop(const v1::StopTask& request) {
@@ -505,6 +578,7 @@ PluginStatus KubernetesBackend::Stop(const v1::StopTask& request) {
       state.pod = PodName(pod_options_, request.ref());
     }
     state.stopping = true;
+    state.stop_grace_s = (request.grace_ms() + 999) / 1000;
     ns = state.namespace_name;
     pod = state.pod;
   }
@@ -528,7 +602,8 @@ void KubernetesBackend::DeletePod(const v1::TaskRef& ref, const std::string& ns,
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = tasks_.find(KeyOf(ref));
-      if (it != tasks_.end() && !it->second.ended) {
+      // Its create or bind is still under way: EndMaking deletes what it makes.
+      if (it != tasks_.end() && !it->second.ended && !it->second.making) {
         it->second.ended = true;
         report = true;
       }

@@ -72,7 +72,18 @@ class KubernetesBackend : public plugin::Plugin {
     bool started = false;
     bool ended = false;
     bool stopping = false;
+    int64_t stop_grace_s = 0;
+    // Its create or bind is under way: a stop that finds no pod leaves the delete to it.
+    bool making = false;
+    // Taken in and deleted by its owner: its job was withdrawn, and the task ends when the
+    // scheduler stops it (so the job ends CANCELLED, not FAILED with the kill's exit code).
+    bool withdrawn = false;
   };
+  // Claims the task's launch for the work queue; false (and the task reported ended) when it
+  // was stopped first.
+  bool BeginMaking(const v1::TaskRef& ref);
+  // The launch is done: delete the pod made when a stop came meanwhile.
+  void EndMaking(const v1::TaskRef& ref, bool made, std::stop_token stop);
   struct IntakeEntry {
     IntakePod pod;
     nlohmann::json object;
@@ -87,6 +98,9 @@ class KubernetesBackend : public plugin::Plugin {
   void OnNode(const nlohmann::json& node, bool deleted);
   // This backend's pods.
   void OnPod(const nlohmann::json& pod, bool deleted);
+  // What the pod's status means for its task, once (mu_ held).
+  void ReportOutcome(const nlohmann::json& pod, bool deleted, const v1::TaskRef& ref,
+                     TaskState& state, std::vector<v1::BackendEvent>* out);
   // Pods addressed to the scheduler.
   void OnIntakePod(const nlohmann::json& pod, bool deleted);
   void SubmitWaiting(const std::string& namespace_name, const std::string& group,

@@ -57,6 +57,8 @@ inline constexpr const char* kBackendLabel = "tessera.io/backend";
 inline constexpr const char* kJobLabel = "tessera.io/job";
 inline constexpr const char* kAttemptLabel = "tessera.io/attempt";
 inline constexpr const char* kTaskLabel = "tessera.io/task";
+// On a pod taken in (not made by the backend): its job's external id (pod_intake.h).
+inline constexpr const char* kExternalIdAnnotation = "tessera.io/external-id";
 
 // The task a pod runs, from the labels BuildPod gives it (and the backend puts on a pod it took
 // in before binding it); false for any other pod.

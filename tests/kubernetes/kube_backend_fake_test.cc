@@ -384,6 +384,29 @@ TEST_CASE("kubernetes backend: pods made by others are scheduled with fair share
                        IntakePod("kb-ml-a", "g-2", 1, 30, "trio", 3))
               .ok());
   CHECK(WaitFor([&] { return gang_bound() == 3; }));
+  // Its owner deletes one of its running pods: the gang's job is cancelled (not failed with
+  // the kill's exit code), and its other pods are stopped.
+  auto job_in_a = [&](const std::string& name) -> std::optional<v1::Job> {
+    v1::ListJobsRequest request;
+    request.set_queue("team-a");
+    request.set_page_size(1000);
+    const auto listed = s->ListJobs(request);
+    REQUIRE(listed.ok());
+    for (const v1::Job& j : listed->jobs()) {
+      if (j.spec().name() == name) return j;
+    }
+    return std::nullopt;
+  };
+  CHECK(WaitFor([&] {
+    const auto j = job_in_a("kb-ml-a/trio");
+    return j && j->status().state() == v1::RUNNING;
+  }));
+  REQUIRE(client->Delete(kube::ObjectPath(kube::Resource::Pods(), "kb-ml-a", "g-1")).ok());
+  CHECK(WaitFor([&] {
+    const auto j = job_in_a("kb-ml-a/trio");
+    return j && j->status().state() == v1::CANCELLED;
+  }));
+  CHECK(WaitFor([&] { return Pods(*client, "kb-ml-a", "tessera.io/pod-group=trio").empty(); }));
 
   // A pod that cannot run yet (5 GPUs > 4), deleted by its owner: its job is cancelled.
   REQUIRE(client
