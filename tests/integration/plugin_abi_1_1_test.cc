@@ -210,7 +210,8 @@ TEST_CASE("ABI 1.1: a foreign partitioner whose call fails releases the launch w
   // Each of the node's eight MIG GPUs is tried in turn (each failed call leaves its GPU
   // unmanaged) until no GPU could take the job; the partitioner stays healthy through eight
   // failures in a row here. (A launch waiting on a foreign partitioner that turns unhealthy is
-  // not released yet: a known fault, noted in the issue.)
+  // released only at the owner's bound, twice the partition deadline, not at once; this test's
+  // clock does not move.)
   options.backends[1].plugin.max_consecutive_errors = 10;
   auto t = Open(options);
   Scheduler* s = t.scheduler.get();
