@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "json_fields.h"
 #include "kube/in_cluster.h"
 #include "kube/kubeconfig.h"
 #include "kube/resource_path.h"
@@ -18,19 +19,6 @@ using plugin::PluginStatus;
 // The exit code of a task whose pod was deleted before it ended (stopped, or deleted by
 // someone): SIGTERM's, as for a process the local backend stops.
 constexpr int kDeletedExitCode = 143;
-
-std::string StringAt(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const json& MetadataOf(const json& object) {
-  static const json kEmpty = json::object();
-  if (!object.is_object()) return kEmpty;
-  const auto it = object.find("metadata");
-  return it != object.end() && it->is_object() ? *it : kEmpty;
-}
 
 bool Terminal(const json& pod) {
   const std::string phase =
@@ -418,14 +406,14 @@ void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop
     state.external_id = id;
   }
   if (!BeginMaking(task.ref())) return;
-  bool bound_ok = false;
-  struct EndBind {
-    KubernetesBackend* self;
-    const v1::TaskRef& ref;
-    bool& ok;
-    std::stop_token stop;
-    ~EndBind() { self->EndMaking(ref, ok, stop); }
-  } end_bind{this, task.ref(), bound_ok, stop};
+  const bool bound = LabelAndBind(task, ns, name, uid, stop);
+  EndMaking(task.ref(), bound, stop);
+}
+
+bool KubernetesBackend::LabelAndBind(const v1::LaunchTask& task, const std::string& ns,
+                                     const std::string& name, const std::string& uid,
+                                     std::stop_token stop) {
+  const std::string& id = task.external_id();
   const std::string path = kube::ObjectPath(kube::Resource::Pods(), ns, name);
   // Labelled first, so that this backend's pod watch follows it and a restarted backend finds it.
   json labels = {{kBackendLabel, config_.name},
@@ -436,12 +424,15 @@ void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop
   json patch = {{"metadata", {{"labels", labels}, {"annotations", {{kExternalIdAnnotation, id}}}}}};
   kube::KubeOutcome<json> labelled = client_->Patch(path, patch, kube::PatchType::kMerge, stop);
   if (!labelled.ok()) {
-    if (stop.stop_requested()) return;
-    return Rejected(task.ref(), false,
-                    "labelling pod " + ns + "/" + name + ": " + labelled.error().ToString());
+    if (!stop.stop_requested()) {
+      Rejected(task.ref(), false,
+               "labelling pod " + ns + "/" + name + ": " + labelled.error().ToString());
+    }
+    return false;
   }
   if (StringAt(MetadataOf(labelled.value()), "uid") != uid) {
-    return Rejected(task.ref(), false, "pod " + ns + "/" + name + " is not the one taken in");
+    Rejected(task.ref(), false, "pod " + ns + "/" + name + " is not the one taken in");
+    return false;
   }
   json binding = {{"apiVersion", "v1"},
                   {"kind", "Binding"},
@@ -454,12 +445,12 @@ void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop
     return pod.value("spec", json::object()).value("nodeName", "") == node;
   };
   kube::KubeOutcome<json> bound = client_->Create(path + "/binding", binding, create, stop);
-  bound_ok = bound.ok();
   if (!bound.ok() && !stop.stop_requested()) {
     Rejected(
         task.ref(), false,
         "binding pod " + ns + "/" + name + " to node " + node + ": " + bound.error().ToString());
   }
+  return bound.ok();
 }
 
 // A pod of this backend changed (or went): report what it means for its task, once.
@@ -544,15 +535,9 @@ void KubernetesBackend::ReportOutcome(const json& pod, bool deleted, const v1::T
       }
     }
     if (deleted && !state.ended) {
-      // Gone before it ended: stopped by us, taken away by someone, or (a pod taken in) deleted
-      // by its owner, which withdraws its job.
-      if (!state.stopping && !state.external_id.empty()) {
-        v1::BackendEvent withdraw;
-        withdraw.set_kind(v1::BackendEvent::WITHDRAW_JOB);
-        withdraw.set_external_id(state.external_id);
-        events.push_back(withdraw);
-      }
-      if (state.stopping || !state.external_id.empty()) {
+      // Gone before it ended: stopped by us, or taken away by someone (a pod taken in and
+      // deleted by its owner does not come here: OnPod withdrew its job).
+      if (state.stopping) {
         v1::BackendEvent exited = TaskEvent(v1::BackendEvent::TASK_EXITED, ref);
         exited.set_exit_code(kDeletedExitCode);
         exited.set_message("pod deleted");

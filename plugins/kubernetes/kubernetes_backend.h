@@ -109,6 +109,10 @@ class KubernetesBackend : public plugin::Plugin {
 
   void CreatePod(const v1::LaunchTask& task, nlohmann::json pod, std::stop_token stop);
   void BindPod(const v1::LaunchTask& task, std::stop_token stop);
+  // Labels the pod taken in as the task's and binds it to the task's node; false (the launch
+  // reported rejected) when either fails.
+  bool LabelAndBind(const v1::LaunchTask& task, const std::string& namespace_name,
+                    const std::string& pod, const std::string& uid, std::stop_token stop);
   void DeletePod(const v1::TaskRef& ref, const std::string& namespace_name, const std::string& pod,
                  int64_t grace_s, std::stop_token stop);
 

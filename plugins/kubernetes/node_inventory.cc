@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "json_fields.h"
 #include "quantity.h"
 #include "tessera/gpu/mig_profiles.h"
 #include "tessera/gpu/model_names.h"
@@ -15,17 +16,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
-
-std::string StringAt(const json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const json& ObjectAt(const json& object, const char* key) {
-  static const json kEmpty = json::object();
-  const auto it = object.find(key);
-  return it != object.end() && it->is_object() ? *it : kEmpty;
-}
 
 // "" when Ready is True, else why not.
 std::string NotReadyReason(const json& status) {

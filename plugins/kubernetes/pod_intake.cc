@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "json_fields.h"
 #include "quantity.h"
 
 namespace tessera::kubernetes {
@@ -9,22 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-const json& At(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  const auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-std::string StringAt(const json& object, const char* key) {
-  const json& v = At(object, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
 std::string LabelOf(const json& pod, const std::string& key) {
   if (key.empty()) return "";
-  const json& labels = At(At(pod, "metadata"), "labels");
-  const json& v = At(labels, key.c_str());
+  const json& labels = FieldAt(MetadataOf(pod), "labels");
+  const json& v = FieldAt(labels, key.c_str());
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
@@ -42,25 +31,25 @@ std::optional<std::string> QuantityText(const json& v) {
 // One pod's request as a task.
 bool TaskOfPod(const json& pod, const KubeBackendConfig& config, v1::TaskResources* task,
                std::string* error) {
-  const std::string who =
-      StringAt(At(pod, "metadata"), "namespace") + "/" + StringAt(At(pod, "metadata"), "name");
+  const std::string who = StringAt(FieldAt(pod, "metadata"), "namespace") + "/" +
+                          StringAt(FieldAt(pod, "metadata"), "name");
   int64_t cpu = 0, memory = 0, gpus = 0;
   std::string mig;
-  const json& containers = At(At(pod, "spec"), "containers");
+  const json& containers = FieldAt(FieldAt(pod, "spec"), "containers");
   if (!containers.is_array() || containers.empty()) {
     return Fail(error, "pod " + who + ": spec.containers: none");
   }
   for (size_t i = 0; i < containers.size(); ++i) {
     const std::string field = "pod " + who + ": spec.containers[" + std::to_string(i) + "]";
-    const json& resources = At(containers[i], "resources");
-    const json& requests = At(resources, "requests");
-    const json& limits = At(resources, "limits");
-    if (std::optional<std::string> q = QuantityText(At(requests, "cpu"))) {
+    const json& resources = FieldAt(containers[i], "resources");
+    const json& requests = FieldAt(resources, "requests");
+    const json& limits = FieldAt(resources, "limits");
+    if (std::optional<std::string> q = QuantityText(FieldAt(requests, "cpu"))) {
       const std::optional<int64_t> v = QuantityMilli(*q);
       if (!v) return Fail(error, field + ".resources.requests.cpu: not a quantity");
       cpu += *v;
     }
-    if (std::optional<std::string> q = QuantityText(At(requests, "memory"))) {
+    if (std::optional<std::string> q = QuantityText(FieldAt(requests, "memory"))) {
       const std::optional<int64_t> v = QuantityMib(*q);
       if (!v) return Fail(error, field + ".resources.requests.memory: not a quantity");
       memory += *v;
@@ -101,23 +90,23 @@ bool TaskOfPod(const json& pod, const KubeBackendConfig& config, v1::TaskResourc
 
 // nodeSelector, the first required node-affinity term, and tolerations.
 bool PlacementOfPod(const json& pod, v1::JobSpec* job, std::string* error) {
-  const json& spec = At(pod, "spec");
-  const json& selector = At(spec, "nodeSelector");
+  const json& spec = FieldAt(pod, "spec");
+  const json& selector = FieldAt(spec, "nodeSelector");
   if (selector.is_object()) {
     for (const auto& [key, value] : selector.items()) {
       if (value.is_string()) (*job->mutable_node_selector())[key] = value.get<std::string>();
     }
   }
-  const json& terms = At(At(At(At(spec, "affinity"), "nodeAffinity"),
-                            "requiredDuringSchedulingIgnoredDuringExecution"),
-                         "nodeSelectorTerms");
+  const json& terms = FieldAt(FieldAt(FieldAt(FieldAt(spec, "affinity"), "nodeAffinity"),
+                                      "requiredDuringSchedulingIgnoredDuringExecution"),
+                              "nodeSelectorTerms");
   if (terms.is_array() && !terms.empty()) {
     if (terms.size() > 1) {
       return Fail(error,
                   "spec.affinity.nodeAffinity: more than one nodeSelectorTerm (ORed "
                   "terms) is not supported");
     }
-    const json& expressions = At(terms[0], "matchExpressions");
+    const json& expressions = FieldAt(terms[0], "matchExpressions");
     for (const json& e : expressions.is_array() ? expressions : json::array()) {
       v1::NodeSelectorRequirement* r = job->add_node_requirements();
       r->set_key(StringAt(e, "key"));
@@ -137,13 +126,13 @@ bool PlacementOfPod(const json& pod, v1::JobSpec* job, std::string* error) {
       } else {
         return Fail(error, "spec.affinity.nodeAffinity: operator '" + op + "'");
       }
-      const json& values = At(e, "values");
+      const json& values = FieldAt(e, "values");
       for (const json& v : values.is_array() ? values : json::array()) {
         if (v.is_string()) r->add_values(v.get<std::string>());
       }
     }
   }
-  const json& tolerations = At(spec, "tolerations");
+  const json& tolerations = FieldAt(spec, "tolerations");
   for (const json& t : tolerations.is_array() ? tolerations : json::array()) {
     v1::Toleration* out = job->add_tolerations();
     out->set_key(StringAt(t, "key"));
@@ -163,15 +152,15 @@ bool PlacementOfPod(const json& pod, v1::JobSpec* job, std::string* error) {
 
 bool ReadIntakePod(const json& pod, const KubeBackendConfig& config, IntakePod* out) {
   if (config.scheduler_name.empty()) return false;
-  const json& metadata = At(pod, "metadata");
-  const json& spec = At(pod, "spec");
+  const json& metadata = FieldAt(pod, "metadata");
+  const json& spec = FieldAt(pod, "spec");
   if (StringAt(spec, "schedulerName") != config.scheduler_name) return false;
   out->uid = StringAt(metadata, "uid");
   out->namespace_name = StringAt(metadata, "namespace");
   out->name = StringAt(metadata, "name");
-  const std::string phase = StringAt(At(pod, "status"), "phase");
+  const std::string phase = StringAt(FieldAt(pod, "status"), "phase");
   out->waiting = StringAt(spec, "nodeName").empty() && (phase.empty() || phase == "Pending") &&
-                 At(metadata, "deletionTimestamp").is_null();
+                 FieldAt(metadata, "deletionTimestamp").is_null();
   out->group = LabelOf(pod, config.pod_group_label);
   out->group_size = 0;
   if (!out->group.empty()) {
@@ -187,8 +176,8 @@ bool JobForPods(const std::vector<json>& pods, const KubeBackendConfig& config, 
                 std::string* error) {
   if (pods.empty()) return Fail(error, "no pods");
   const json& first = pods[0];
-  const std::string ns = StringAt(At(first, "metadata"), "namespace");
-  const std::string name = StringAt(At(first, "metadata"), "name");
+  const std::string ns = StringAt(FieldAt(first, "metadata"), "namespace");
+  const std::string name = StringAt(FieldAt(first, "metadata"), "name");
   std::string queue = LabelOf(first, config.queue_label);
   if (queue.empty()) {
     if (auto mapped = config.queue_for_namespace.find(ns);
@@ -207,7 +196,7 @@ bool JobForPods(const std::vector<json>& pods, const KubeBackendConfig& config, 
   job->set_queue(queue);
   const std::string group = LabelOf(first, config.pod_group_label);
   job->set_name(ns + "/" + (group.empty() ? name : group));
-  const std::string k8s_class = StringAt(At(first, "spec"), "priorityClassName");
+  const std::string k8s_class = StringAt(FieldAt(first, "spec"), "priorityClassName");
   if (auto mapped = config.priority_for_class.find(k8s_class);
       !k8s_class.empty() && mapped != config.priority_for_class.end()) {
     job->set_priority_class(mapped->second);
