@@ -209,9 +209,7 @@ TEST_CASE("ABI 1.1: a foreign partitioner whose call fails releases the launch w
   Options options = MigBesideExecutor("call_error_node=test-0");
   // Each of the node's eight MIG GPUs is tried in turn (each failed call leaves its GPU
   // unmanaged) until no GPU could take the job; the partitioner stays healthy through eight
-  // failures in a row here. (A launch waiting on a foreign partitioner that turns unhealthy is
-  // released only at the owner's bound, twice the partition deadline, not at once; this test's
-  // clock does not move.)
+  // failures in a row here (the next case lets it turn unhealthy).
   options.backends[1].plugin.max_consecutive_errors = 10;
   auto t = Open(options);
   Scheduler* s = t.scheduler.get();
@@ -238,6 +236,40 @@ TEST_CASE("ABI 1.1: a foreign partitioner whose call fails releases the launch w
   REQUIRE(backends.ok());
   REQUIRE(backends->size() == 2);
   CHECK(backends->at(1).healthy());  // one failed call is not the partitioner's failure.
+}
+
+TEST_CASE("ABI 1.1: a foreign partitioner that turns unhealthy releases the launch at once") {
+  // Its first failed call marks it unhealthy (the call's own failure is not reported then, and
+  // its queued calls are dropped): the launch waiting on the owner must not wait out the owner's
+  // bound (twice the partition deadline; this test's clock does not move, so it never passes).
+  Options options = MigBesideExecutor("call_error_node=test-0");
+  options.backends[1].plugin.max_consecutive_errors = 1;
+  auto t = Open(options);
+  Scheduler* s = t.scheduler.get();
+  const uint64_t job = MustSubmit(s, JobSpecBuilder("default").MigProfile("3g.40gb").Build()).id();
+  t->WaitIdle();
+  for (int i = 0; i < 50 && MustGet(s, job).status().state() != v1::PENDING; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    t->WaitIdle();
+  }
+  CHECK(EventSays(s,
+                  "re-partitioning GPU 0 of node 'test-0' failed: the plugin turned unhealthy: "
+                  "plugin 'partitioner': on_apply_partition_layout failed"));
+  const v1::Job j = MustGet(s, job);
+  CHECK(j.status().state() == v1::PENDING);
+  CHECK(j.status().losses() == 0);
+  // It did turn unhealthy (an in-process plugin is then made anew, so it may be healthy again
+  // by now, and a restart of it counts).
+  auto backends = s->ListBackends();
+  REQUIRE(backends.ok());
+  REQUIRE(backends->size() == 2);
+  CHECK((!backends->at(1).healthy() || backends->at(1).restarts() >= 1));
+  // Every GPU tried since failed at once too: none is left waiting, none managed.
+  const v1::NodeSpec node = NodeNamed(s, "test-0").spec();
+  for (const v1::GpuDevice& gpu : node.gpus()) {
+    INFO(gpu.index());
+    CHECK_FALSE(gpu.mig_managed());
+  }
 }
 
 TEST_CASE("ABI 1.1: a partitioner-only backend must name the backends it shapes") {

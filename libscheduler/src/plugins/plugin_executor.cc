@@ -84,10 +84,17 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
   };
   shared_->partition_call_failed = [this](const std::string& node, int gpu,
                                           const std::string& why) {
+    partitions_under_way_.erase({node, gpu});
     if (OwnsNode(node)) {
       PartitionFailed(node, gpu, why);
     } else if (shared_->wiring.on_foreign_partition_failed) {
       shared_->wiring.on_foreign_partition_failed(node, gpu, why);
+    }
+  };
+  shared_->partitions_failed = [this](const std::string& why) {
+    while (!partitions_under_way_.empty()) {
+      const auto [node, gpu] = *partitions_under_way_.begin();
+      shared_->partition_call_failed(node, gpu, why);
     }
   };
   shared_->provisioning_failed = [this](const std::string& why) {
@@ -164,6 +171,7 @@ PluginExecutor::~PluginExecutor() {
     shared_->provisioning_failed = nullptr;
     shared_->stop_again = nullptr;
     shared_->partition_call_failed = nullptr;
+    shared_->partitions_failed = nullptr;
   }
   // Let a read in flight finish (within its deadline, else the watchdog calls it hung): the
   // plugin is shut down only once no call is in it.

@@ -55,6 +55,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -267,6 +268,9 @@ class PluginExecutor final : public Executor {
   // Strand: GPUs whose latest layout failed, and why; a MIG launch placed onto one before the
   // engine heard of it is reported lost rather than sent for an instance that is not there.
   std::map<std::pair<std::string, int>, std::string> failed_partitions_;
+  // Strand: GPUs (node, index), this executor's or another backend's, whose layout this plugin
+  // was asked for and has not answered; failed all at once if it turns unhealthy.
+  std::set<std::pair<std::string, int>> partitions_under_way_;
   std::atomic<bool> unhealthy_{false};
   std::vector<v1::NodeSpec> inventory_;
   DeviceBook devices_;  // the devices of inventory_, by name, for launches.

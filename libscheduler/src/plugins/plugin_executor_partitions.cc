@@ -42,7 +42,15 @@ void PluginExecutor::PostPartitionLayout(const std::string& node, int gpu,
   request.mutable_layout()->set_sharing(v1::GPU_SHARING_MIG);
   for (const v1::MigInstance& m : layout) *request.mutable_layout()->add_mig_instances() = m;
   request.set_epoch(shared_->wiring.fencing_epoch);
-  if (unhealthy_) return;
+  partitions_under_way_.insert({node, gpu});
+  if (unhealthy_) {  // no call is made, so no result comes: the launches waiting for one go.
+    shared_->Post([shared = shared_, node, gpu, why = unhealthy_reason()] {
+      if (shared->partition_call_failed) {
+        shared->partition_call_failed(node, gpu, "the plugin is unhealthy: " + why);
+      }
+    });
+    return;
+  }
   std::shared_ptr<Shared> shared = shared_;
   const std::string what = "on_apply_partition_layout";
   const std::chrono::milliseconds deadline = DeadlineOf(options_.partition_deadline);
@@ -92,6 +100,7 @@ bool PluginExecutor::OwnsNode(const std::string& node) const {
 
 void PluginExecutor::TakeOwnPartitionResult(const std::string& node, int gpu,
                                             const v1::PartitionLayoutResult& result) {
+  partitions_under_way_.erase({node, gpu});
   if (OwnsNode(node)) {
     TakePartitionResult(node, gpu, result);
   } else if (shared_->wiring.on_foreign_partition_result) {

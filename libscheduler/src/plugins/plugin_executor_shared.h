@@ -133,6 +133,9 @@ struct PluginExecutor::Shared {
   // Strand only, while the executor lives: a re-partition call that failed.
   std::function<void(const std::string& node, int gpu, const std::string& why)>
       partition_call_failed;
+  // Strand only, while the executor lives: the plugin turned unhealthy, so no result comes for
+  // any re-partition under way (its queued calls are dropped).
+  std::function<void(const std::string& why)> partitions_failed;
   // Strand only, while the executor lives: a stop the plugin failed, to send again.
   std::function<void(const TaskRef& task, int64_t grace_ms, int retry)> stop_again;
   std::weak_ptr<Shared> self;
@@ -218,6 +221,11 @@ struct PluginExecutor::Shared {
     wiring.post([weak = self, why] {
       if (std::shared_ptr<Shared> s = weak.lock(); s && s->provisioning_failed) {
         s->provisioning_failed("the plugin turned unhealthy: " + why);
+      }
+    });
+    wiring.post([weak = self, why] {
+      if (std::shared_ptr<Shared> s = weak.lock(); s && s->partitions_failed) {
+        s->partitions_failed("the plugin turned unhealthy: " + why);
       }
     });
     wiring.post([on_unhealthy = wiring.on_unhealthy, why] {
