@@ -41,6 +41,7 @@ struct SubmitFlags {
   int window = 1;
   bool http = false;     // through a tesserad started for the run (submit_http_bench.cc).
   bool tessctl = false;  // the same, each submit a `tessctl submit` process of its own.
+  bool vs_sbatch = false;  // with tessctl: each run followed by the same loop of `sbatch`.
   bool durable = true;
   std::string decisions = "off";
 };

@@ -97,6 +97,9 @@ int Main(int argc, char** argv) {
   submit_cmd->add_flag("--tessctl", submit.tessctl,
                        "through the real daemon and CLI: C loops each running `tessctl submit` "
                        "once per job, as a shell script does");
+  submit_cmd->add_flag("--vs-sbatch", submit.vs_sbatch,
+                       "with --tessctl: follow each run with the same loop of `sbatch --hold` "
+                       "(SLURM_CONF: bench/slurm/one-node.sh) and report the ratio");
   submit_cmd->add_option("--durable", submit.durable, "fsync each commit (true|false)")
       ->capture_default_str();
   submit_cmd->add_option("--decisions", submit.decisions, "let the engine place jobs meanwhile")

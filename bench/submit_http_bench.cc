@@ -11,7 +11,14 @@
 // clients starts the tessctl built beside the benchmark (TESSERA_TESSCTL_PATH) once per job and
 // waits for it to exit, so every submit pays the CLI's start-up, a new connection and its own
 // commit. A submit counts when tessctl exits 0 (it prints the id only after the 200).
+//
+// submit --tessctl --vs-sbatch follows each run with the same loop of `sbatch --hold` against a
+// Slurm cluster that SLURM_CONF names (bench/slurm/one-node.sh starts one on this machine), so
+// that the CLI's rate is compared with Slurm's on the same machine in the same sitting. Slurm
+// acknowledges a job before its state is saved (slurmctld writes its state files periodically),
+// while a tesserad acknowledgement follows the commit's fsync: the comparison favours sbatch.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,8 +31,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <latch>
 #include <sstream>
 #include <string>
@@ -189,7 +199,38 @@ struct ClientResult {
   std::vector<double> latencies_ms;  // 200 responses only.
   int64_t failed = 0;
   std::string first_error;
+  double child_cpu_s = 0;  // user + system CPU of the commands a loop ran (wait4).
 };
+
+// User + system CPU seconds process `pid` has used so far (/proc/<pid>/stat), or -1.
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t name_end = stat.rfind(')');  // the command name may hold spaces.
+  if (name_end == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(name_end + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // utime is field 14, stime 15.
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The pid of the oldest process whose command name is `comm`, or -1.
+pid_t FindProcess(const std::string& comm) {
+  pid_t found = -1;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "comm");
+    std::string line;
+    if (!std::getline(in, line) || line != comm) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (found < 0 || pid < found) found = pid;
+  }
+  return found;
+}
 
 void Fail(ClientResult* out, const std::string& error) {
   if (out->failed++ == 0) out->first_error = error;
@@ -237,40 +278,103 @@ void RunHttpClient(unsigned short port, int client, int64_t jobs, ClientResult* 
   }
 }
 
-#ifdef TESSERA_TESSCTL_PATH
-// Runs `tessctl submit` once per job, one at a time, as a script's loop does.
-void RunTessctlClient(unsigned short port, int client, int64_t jobs, ClientResult* out) {
+// Runs the command `args_of(i)` once per job, one at a time, as a script's loop does; a submit
+// counts when the command exits 0. `args_of(i)[0]` is looked up in PATH.
+template <typename ArgsOf>
+void RunCommandLoop(int64_t jobs, const ArgsOf& args_of, ClientResult* out) {
   out->latencies_ms.reserve(jobs);
-  const std::string server = "http://127.0.0.1:" + std::to_string(port);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   for (int64_t i = 0; i < jobs; ++i) {
-    const std::string name = "c" + std::to_string(client) + "-" + std::to_string(i);
-    std::vector<std::string> args = {
-        TESSERA_TESSCTL_PATH, "--server", server, "submit", "--name", name, "--gpus", "1", "--",
-        "/bin/true"};
+    std::vector<std::string> args = args_of(i);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     const Clock::time_point start = Clock::now();
     pid_t pid = -1;
-    if (posix_spawn(&pid, TESSERA_TESSCTL_PATH, &actions, nullptr, argv.data(), environ) != 0) {
-      Fail(out, "posix_spawn failed");
+    if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) {
+      Fail(out, "posix_spawn of " + args[0] + " failed");
       continue;
     }
     int status = 0;
-    waitpid(pid, &status, 0);
+    rusage usage{};
+    wait4(pid, &status, 0, &usage);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    out->child_cpu_s += static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       out->latencies_ms.push_back(ms);
     } else {
-      Fail(out, "tessctl submit exited with status " + std::to_string(status));
+      Fail(out, args[0] + " exited with status " + std::to_string(status));
     }
   }
   posix_spawn_file_actions_destroy(&actions);
 }
+
+#ifdef TESSERA_TESSCTL_PATH
+// Runs `tessctl submit` once per job, one at a time.
+void RunTessctlClient(unsigned short port, int client, int64_t jobs, ClientResult* out) {
+  const std::string server = "http://127.0.0.1:" + std::to_string(port);
+  RunCommandLoop(
+      jobs,
+      [&](int64_t i) -> std::vector<std::string> {
+        return {TESSERA_TESSCTL_PATH, "--server", server,   "submit", "--name",
+                "c" + std::to_string(client) + "-" + std::to_string(i), "--gpus", "1", "--",
+                "/bin/true"};
+      },
+      out);
+}
 #endif
+
+// Runs `sbatch` once per job against the Slurm cluster SLURM_CONF names (bench/slurm): the
+// jobs are held, as the daemon's decisions are paused, so nothing runs meanwhile.
+void RunSbatchClient(int client, int64_t jobs, ClientResult* out) {
+  RunCommandLoop(
+      jobs,
+      [&](int64_t i) -> std::vector<std::string> {
+        return {"sbatch", "--quiet", "--hold", "--job-name",
+                "c" + std::to_string(client) + "-" + std::to_string(i), "--output", "/dev/null",
+                "--wrap", "/bin/true"};
+      },
+      out);
+}
+
+// Runs `jobs` submits from `clients` threads, each running `client(c, share, result)`; the
+// wall time of the whole and every client's result.
+template <typename Client>
+double RunClients(int clients, int64_t jobs, const Client& client,
+                  std::vector<ClientResult>* results) {
+  results->assign(clients, ClientResult{});
+  std::vector<std::thread> threads;
+  std::latch ready(clients + 1);
+  for (int c = 0; c < clients; ++c) {
+    const int64_t share = jobs / clients + (c < jobs % clients ? 1 : 0);
+    threads.emplace_back([&, c, share] {
+      ready.arrive_and_wait();
+      client(c, share, &(*results)[c]);
+    });
+  }
+  ready.arrive_and_wait();
+  Stopwatch wall;
+  for (std::thread& t : threads) t.join();
+  return wall.Seconds();
+}
+
+// The latencies of every client, and the failures counted (the first error printed).
+std::vector<double> Gather(const std::vector<ClientResult>& results, const char* what,
+                           int64_t* failed, double* child_cpu_s) {
+  std::vector<double> latencies;
+  *failed = 0;
+  *child_cpu_s = 0;
+  for (const ClientResult& r : results) {
+    *child_cpu_s += r.child_cpu_s;
+    latencies.insert(latencies.end(), r.latencies_ms.begin(), r.latencies_ms.end());
+    if (r.failed > 0 && *failed == 0) std::cerr << what << ": first error: " << r.first_error << '\n';
+    *failed += r.failed;
+  }
+  return latencies;
+}
 
 // The client loop of this run: keep-alive HTTP, or one tessctl process per submit.
 void RunClient(const SubmitFlags& flags, unsigned short port, int client, int64_t jobs,
@@ -299,20 +403,15 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
            std::to_string(flags.clients) + " clients, tesserad pid " +
            std::to_string(daemon.pid()) + " port " + std::to_string(daemon.port()) + ", idle " +
            std::to_string(idle_rss_mib) + " MiB");
-  std::vector<ClientResult> results(flags.clients);
-  std::vector<std::thread> threads;
-  std::latch ready(flags.clients + 1);
-  for (int c = 0; c < flags.clients; ++c) {
-    const int64_t share = flags.jobs / flags.clients + (c < flags.jobs % flags.clients ? 1 : 0);
-    threads.emplace_back([&, c, share] {
-      ready.arrive_and_wait();
-      RunClient(flags, daemon.port(), c, share, &results[c]);
-    });
-  }
-  ready.arrive_and_wait();
-  Stopwatch wall;
-  for (std::thread& t : threads) t.join();
-  const double wall_s = wall.Seconds();
+  std::vector<ClientResult> results;
+  const double daemon_cpu_before = ProcessCpuSeconds(daemon.pid());
+  const double wall_s = RunClients(
+      flags.clients, flags.jobs,
+      [&](int c, int64_t share, ClientResult* out) {
+        RunClient(flags, daemon.port(), c, share, out);
+      },
+      &results);
+  const double daemon_cpu_s = ProcessCpuSeconds(daemon.pid()) - daemon_cpu_before;
   const double commits_after =
       Metric(Get(daemon.port(), "/metrics"), "tessera_store_commits_total");
   const double peak_rss_mib = ProcStatusMib(daemon.pid(), "VmHWM");
@@ -322,20 +421,15 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
     std::cerr << "submit --http: tesserad exited with " << exit_status << '\n';
   }
 
-  std::vector<double> latencies;
   int64_t failed = 0;
-  for (const ClientResult& r : results) {
-    latencies.insert(latencies.end(), r.latencies_ms.begin(), r.latencies_ms.end());
-    if (r.failed > 0 && failed == 0) {
-      std::cerr << "submit --http: first error: " << r.first_error << '\n';
-    }
-    failed += r.failed;
-  }
+  double client_cpu_s = 0;
+  const std::vector<double> latencies = Gather(results, "submit --http", &failed, &client_cpu_s);
   const int64_t acknowledged = static_cast<int64_t>(latencies.size());
+  const double per_job_ms = acknowledged > 0 ? 1000.0 / static_cast<double>(acknowledged) : 0;
   const int64_t commits = commits_before >= 0 && commits_after >= 0
                               ? static_cast<int64_t>(commits_after - commits_before)
                               : -1;
-  return Json{
+  Json result{
       {"benchmark", flags.tessctl ? "submit_tessctl" : "submit_http"},
       {"jobs", flags.jobs},
       {"clients", flags.clients},
@@ -356,7 +450,38 @@ StatusOr<Json> RunOnce(const SubmitFlags& flags, int run) {
       {"loaded_rss_mib", loaded_rss_mib},
       {"peak_rss_mib", peak_rss_mib},
       {"daemon_exit_status", exit_status},
+      // CPU per acknowledged submit, which machine load does not inflate as it does latency:
+      // the daemon's, and (with --tessctl) the tessctl processes'.
+      {"daemon_cpu_ms_per_job", daemon_cpu_s * per_job_ms},
   };
+  if (flags.tessctl) result["client_cpu_ms_per_job"] = client_cpu_s * per_job_ms;
+  if (!flags.vs_sbatch) return result;
+  // The same loop with sbatch, right after: the pair shares the machine's state of the moment.
+  Progress("submit --tessctl --vs-sbatch run " + std::to_string(run) + ": " +
+           std::to_string(flags.jobs) + " sbatch submits");
+  const pid_t slurmctld = FindProcess("slurmctld");
+  const double slurmctld_cpu_before = slurmctld > 0 ? ProcessCpuSeconds(slurmctld) : -1;
+  const double sbatch_wall_s = RunClients(
+      flags.clients, flags.jobs,
+      [](int c, int64_t share, ClientResult* out) { RunSbatchClient(c, share, out); }, &results);
+  const double slurmctld_cpu_s =
+      slurmctld > 0 ? ProcessCpuSeconds(slurmctld) - slurmctld_cpu_before : -1;
+  int64_t sbatch_failed = 0;
+  double sbatch_cpu_s = 0;
+  const std::vector<double> sbatch_latencies =
+      Gather(results, "sbatch", &sbatch_failed, &sbatch_cpu_s);
+  const double sbatch_rate = static_cast<double>(sbatch_latencies.size()) / sbatch_wall_s;
+  const double per_sbatch_ms =
+      sbatch_latencies.empty() ? 0 : 1000.0 / static_cast<double>(sbatch_latencies.size());
+  result["sbatch_cpu_ms_per_job"] = sbatch_cpu_s * per_sbatch_ms;
+  result["slurmctld_cpu_ms_per_job"] = slurmctld_cpu_s * per_sbatch_ms;
+  result["sbatch_jobs_per_s"] = sbatch_rate;
+  result["sbatch_p50_ms"] = Percentile(sbatch_latencies, 0.50);
+  result["sbatch_failed"] = sbatch_failed;
+  result["tessctl_over_sbatch"] =
+      sbatch_rate > 0 ? result["jobs_per_s"].get<double>() / sbatch_rate : 0.0;
+  result["failed"] = failed + sbatch_failed;
+  return result;
 }
 
 }  // namespace
@@ -368,6 +493,15 @@ int RunSubmitHttp(const SubmitFlags& flags) {
     return 2;
   }
 #endif
+  if (flags.vs_sbatch && !flags.tessctl) {
+    std::cerr << "submit --vs-sbatch: pairs with --tessctl (the same loop of processes)\n";
+    return 2;
+  }
+  if (flags.vs_sbatch && std::getenv("SLURM_CONF") == nullptr) {
+    std::cerr << "submit --vs-sbatch: SLURM_CONF is not set; start a one-node Slurm with "
+                 "bench/slurm/one-node.sh and export what it prints\n";
+    return 2;
+  }
   if (flags.window != 1) {
     std::cerr << "submit --http: each client keeps one request in flight; --window must be 1\n";
     return 2;
@@ -383,8 +517,15 @@ int RunSubmitHttp(const SubmitFlags& flags) {
   }
   const Json summary = Summarize(runs, "jobs_per_s");
   EmitJsonLine(summary);
-  PrintTable(summary, {"jobs", "clients", "durable", "jobs_per_s", "p50_ms", "p99_ms", "max_ms",
-                       "commits", "jobs_per_commit", "idle_rss_mib", "peak_rss_mib"});
+  std::vector<std::string> fields = {"jobs",    "clients",         "durable",      "jobs_per_s",
+                                     "p50_ms",  "p99_ms",          "max_ms",       "commits",
+                                     "jobs_per_commit", "idle_rss_mib", "peak_rss_mib"};
+  if (flags.vs_sbatch) {
+    fields.insert(fields.end(), {"sbatch_jobs_per_s", "sbatch_p50_ms", "tessctl_over_sbatch",
+                                 "client_cpu_ms_per_job", "daemon_cpu_ms_per_job",
+                                 "sbatch_cpu_ms_per_job", "slurmctld_cpu_ms_per_job"});
+  }
+  PrintTable(summary, fields);
   return summary.value("failed", 0) > 0 || summary.value("daemon_exit_status", 0) != 0 ? 1 : 0;
 }
 
