@@ -39,8 +39,8 @@ struct SubmitFlags {
   int jobs = 100000;
   int clients = 8;
   int window = 1;
-  bool http = false;     // through a tesserad started for the run (submit_http_bench.cc).
-  bool tessctl = false;  // the same, each submit a `tessctl submit` process of its own.
+  bool http = false;       // through a tesserad started for the run (submit_http_bench.cc).
+  bool tessctl = false;    // the same, each submit a `tessctl submit` process of its own.
   bool vs_sbatch = false;  // with tessctl: each run followed by the same loop of `sbatch`.
   bool durable = true;
   std::string decisions = "off";

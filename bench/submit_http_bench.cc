@@ -18,10 +18,10 @@
 // acknowledges a job before its state is saved (slurmctld writes its state files periodically),
 // while a tesserad acknowledgement follows the commit's fsync: the comparison favours sbatch.
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -319,8 +319,15 @@ void RunTessctlClient(unsigned short port, int client, int64_t jobs, ClientResul
   RunCommandLoop(
       jobs,
       [&](int64_t i) -> std::vector<std::string> {
-        return {TESSERA_TESSCTL_PATH, "--server", server,   "submit", "--name",
-                "c" + std::to_string(client) + "-" + std::to_string(i), "--gpus", "1", "--",
+        return {TESSERA_TESSCTL_PATH,
+                "--server",
+                server,
+                "submit",
+                "--name",
+                "c" + std::to_string(client) + "-" + std::to_string(i),
+                "--gpus",
+                "1",
+                "--",
                 "/bin/true"};
       },
       out);
@@ -333,9 +340,15 @@ void RunSbatchClient(int client, int64_t jobs, ClientResult* out) {
   RunCommandLoop(
       jobs,
       [&](int64_t i) -> std::vector<std::string> {
-        return {"sbatch", "--quiet", "--hold", "--job-name",
-                "c" + std::to_string(client) + "-" + std::to_string(i), "--output", "/dev/null",
-                "--wrap", "/bin/true"};
+        return {"sbatch",
+                "--quiet",
+                "--hold",
+                "--job-name",
+                "c" + std::to_string(client) + "-" + std::to_string(i),
+                "--output",
+                "/dev/null",
+                "--wrap",
+                "/bin/true"};
       },
       out);
 }
@@ -370,7 +383,8 @@ std::vector<double> Gather(const std::vector<ClientResult>& results, const char*
   for (const ClientResult& r : results) {
     *child_cpu_s += r.child_cpu_s;
     latencies.insert(latencies.end(), r.latencies_ms.begin(), r.latencies_ms.end());
-    if (r.failed > 0 && *failed == 0) std::cerr << what << ": first error: " << r.first_error << '\n';
+    if (r.failed > 0 && *failed == 0)
+      std::cerr << what << ": first error: " << r.first_error << '\n';
     *failed += r.failed;
   }
   return latencies;
@@ -517,9 +531,9 @@ int RunSubmitHttp(const SubmitFlags& flags) {
   }
   const Json summary = Summarize(runs, "jobs_per_s");
   EmitJsonLine(summary);
-  std::vector<std::string> fields = {"jobs",    "clients",         "durable",      "jobs_per_s",
-                                     "p50_ms",  "p99_ms",          "max_ms",       "commits",
-                                     "jobs_per_commit", "idle_rss_mib", "peak_rss_mib"};
+  std::vector<std::string> fields = {
+      "jobs",   "clients", "durable",         "jobs_per_s",   "p50_ms",      "p99_ms",
+      "max_ms", "commits", "jobs_per_commit", "idle_rss_mib", "peak_rss_mib"};
   if (flags.vs_sbatch) {
     fields.insert(fields.end(), {"sbatch_jobs_per_s", "sbatch_p50_ms", "tessctl_over_sbatch",
                                  "client_cpu_ms_per_job", "daemon_cpu_ms_per_job",

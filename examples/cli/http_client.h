@@ -1,5 +1,6 @@
 // A tiny synchronous HTTP/1.1 client for tessctl: one connection per request, plain HTTP or
-// HTTPS (TLS 1.2+, the server's certificate and name verified unless told otherwise).
+// HTTPS (TLS 1.2+, the server's certificate and name verified unless told otherwise; through
+// the TLS module, tls_transport.h).
 //
 // Thread safety: an HttpClient holds no connection between calls; use one per thread.
 #pragma once
@@ -12,11 +13,9 @@
 #include <optional>
 #include <string>
 
-namespace boost::asio::ssl {
-class context;
-}
-
 namespace tessera::cli {
+
+class TlsTransport;
 
 // Where tesserad listens, parsed from a URL such as "http://127.0.0.1:8080",
 // "https://scheduler.example.com" or "http://[::1]:8080/prefix".
@@ -40,11 +39,6 @@ struct TlsOptions {
   bool insecure = false;
 };
 
-// Builds the TLS context every https:// request uses. Returns null and sets `error` when
-// `options.ca_file` cannot be read or holds no PEM certificate.
-std::shared_ptr<boost::asio::ssl::context> MakeTlsClientContext(const TlsOptions& options,
-                                                                std::string* error);
-
 struct HttpResponse {
   // The HTTP status, or 0 when no response came back (refused, reset, timed out, a failed TLS
   // handshake or certificate verification); then `transport_error` says why.
@@ -64,10 +58,10 @@ struct BodySink {
 
 class HttpClient {
  public:
-  // `token` empty sends no Authorization header. `tls` (from MakeTlsClientContext) is required
-  // for an https:// address and unused for http://.
+  // `token` empty sends no Authorization header. `tls` (TlsTransport::Load) is required for an
+  // https:// address and unused for http://.
   HttpClient(ServerAddress address, std::string token,
-             std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
+             std::shared_ptr<const TlsTransport> tls = nullptr);
 
   // Sends one request and waits for the whole response, for at most `timeout`. `target` is the
   // path and query, without the base path. `body` non-empty is sent as application/json.
@@ -88,7 +82,7 @@ class HttpClient {
 
   ServerAddress address_;
   std::string token_;
-  std::shared_ptr<boost::asio::ssl::context> tls_;
+  std::shared_ptr<const TlsTransport> tls_;
 };
 
 // Percent-encodes a query parameter value or path segment.

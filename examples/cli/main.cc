@@ -7,6 +7,7 @@
 
 #include "api_client.h"
 #include "commands.h"
+#include "tls_transport.h"
 
 namespace {
 
@@ -210,16 +211,16 @@ int main(int argc, char** argv) {
     std::cerr << "tessctl: " << error << '\n';
     return static_cast<int>(ExitCode::kUsage);
   }
-  std::shared_ptr<boost::asio::ssl::context> tls_context;
+  std::shared_ptr<const tessera::cli::TlsTransport> tls_transport;
   if (address.tls) {
-    tls_context = tessera::cli::MakeTlsClientContext(tls, &error);
-    if (tls_context == nullptr) {
+    tls_transport = tessera::cli::TlsTransport::Load(tls, &error);
+    if (tls_transport == nullptr) {
       std::cerr << "tessctl: " << error << '\n';
       return static_cast<int>(ExitCode::kUsage);
     }
   }
   const tessera::cli::ApiClient api(
-      tessera::cli::HttpClient(address, token, tls_context), server,
+      tessera::cli::HttpClient(address, token, tls_transport), server,
       std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
   const tessera::cli::Output output{.json = output_format == "json"};
 

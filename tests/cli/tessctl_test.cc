@@ -582,6 +582,25 @@ TEST_CASE("tessctl usage errors exit 1 without calling the server") {
   CHECK(help.out.find("Exit codes") != std::string::npos);
 }
 
+TEST_CASE("tessctl loads its TLS module only for https://, and says where it looked") {
+  FakeTesserad server([](const RecordedRequest&) { return Ok(kJob42); });
+  // Plain HTTP never needs the module, even when it is missing.
+  const std::vector<std::string> no_module = {"TESSCTL_TLS_MODULE=/nonexistent/libtessctl-tls.so"};
+  CHECK(Tessctl({"--server", server.url(), "get", "42"}, no_module).exit_code == 0);
+  const RunResult https = Tessctl({"--server", "https://127.0.0.1:1", "get", "42"}, no_module);
+  CHECK(https.exit_code == 1);
+  CHECK(https.err.find("tessctl: https:// needs tessctl's TLS module, libtessctl-tls.so, which "
+                       "could not be loaded") != std::string::npos);
+  CHECK(https.err.find("/nonexistent/libtessctl-tls.so") != std::string::npos);
+  // Found beside tessctl in the build tree: a bad --cacert is then the module's usage error.
+  const RunResult cacert =
+      Tessctl({"--server", "https://127.0.0.1:1", "--cacert", "/nonexistent.pem", "get", "42"});
+  CHECK(cacert.exit_code == 1);
+  CHECK(cacert.err.find("--cacert /nonexistent.pem: not a readable PEM certificate file") !=
+        std::string::npos);
+  CHECK(server.requests().size() == 1);
+}
+
 TEST_CASE("tessctl takes the global options after the subcommand too") {
   FakeTesserad server(
       [](const RecordedRequest&) { return Ok(R"({"queues":[{"spec":{"name":"research"}}]})"); });
