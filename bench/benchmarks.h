@@ -151,6 +151,9 @@ struct KubeFlags {
   bool ceiling = true;                // also run the fake's bench_binds.py alone.
   double timeout_s = 300;             // a run that has not bound every pod by then fails.
   std::string plugin = "kubernetes";  // a name in the build's plugins directory, or a .so path.
+  // More `key = value` lines for the backend's config, ';'-separated ("count_others_pods =
+  // false"), to measure what a setting costs.
+  std::string backend_config;
 };
 int RunKube(const KubeFlags& flags);
 

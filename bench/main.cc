@@ -221,6 +221,9 @@ int Main(int argc, char** argv) {
                    "the backend: a name in the build's plugins "
                    "directory, or a .so path (to compare two builds)")
       ->capture_default_str();
+  kube_cmd->add_option("--backend-config", kube.backend_config,
+                       "more key = value lines for the backend, ';'-separated "
+                       "(\"count_others_pods = false\")");
   kube_cmd->add_option("--timeout-s", kube.timeout_s, "a run not done by then fails")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

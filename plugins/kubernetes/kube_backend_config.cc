@@ -85,7 +85,8 @@ PluginStatus ParseKubeBackendConfig(const std::string& text, KubeBackendConfig* 
                                                "pod_group_size_label",
                                                "default_cpu_milli",
                                                "default_memory_mib",
-                                               "resubmit_interval_s"},
+                                               "resubmit_interval_s",
+                                               "count_others_pods"},
                                               &kv);
   KubeBackendConfig& c = *config;
   if (status.ok()) status = kv.String("kubeconfig", &c.kubeconfig);
@@ -132,6 +133,7 @@ PluginStatus ParseKubeBackendConfig(const std::string& text, KubeBackendConfig* 
   if (status.ok()) {
     status = kv.Integer("resubmit_interval_s", int64_t{1}, int64_t{3600}, &c.resubmit_interval_s);
   }
+  if (status.ok()) status = Bool(kv, "count_others_pods", &c.count_others_pods);
   if (!status.ok()) return status;
   if (c.in_cluster && !c.kubeconfig.empty()) {
     return Invalid("in_cluster: true and kubeconfig are both set; choose one");

@@ -26,6 +26,10 @@
 //                                          # goes through later; submits are idempotent
 //   default_gpu_memory_mib = 16384         # GPU memory when neither the nvidia.com/gpu.memory
 //                                          # label nor the model name ("A100-80GB") says
+//   count_others_pods = true               # offer a node's allocatable less the requests of
+//                                          # pods bound there by others (foreign_pods.h); false
+//                                          # saves a watch of every bound pod where Tessera's
+//                                          # nodes are its own
 //
 // Every error names the key and the line.
 #pragma once
@@ -64,6 +68,7 @@ struct KubeBackendConfig {
   int64_t default_cpu_milli = 100;
   int64_t default_memory_mib = 128;
   int64_t resubmit_interval_s = 30;
+  bool count_others_pods = true;
 };
 
 plugin::PluginStatus ParseKubeBackendConfig(const std::string& text, KubeBackendConfig* config);

@@ -91,6 +91,28 @@ class KubernetesBackend::IntakeHandler : public kube::ListWatchHandler {
   KubernetesBackend* backend_;
 };
 
+class KubernetesBackend::ForeignHandler : public kube::ListWatchHandler {
+ public:
+  explicit ForeignHandler(KubernetesBackend* backend) : backend_(backend) {}
+  void OnSync(const kube::ListSync& sync) override {
+    for (const json& pod : sync.diff.deleted) backend_->OnForeignPod(pod, true);
+    for (const json& pod : sync.diff.added) backend_->OnForeignPod(pod, false);
+    for (const json& pod : sync.diff.modified) backend_->OnForeignPod(pod, false);
+    std::lock_guard<std::mutex> lock(backend_->mu_);
+    backend_->foreign_synced_ = true;
+    backend_->nodes_synced_cv_.notify_all();
+  }
+  void OnEvent(const kube::WatchEvent& event) override {
+    backend_->OnForeignPod(event.object, event.type == kube::WatchEventType::kDeleted);
+  }
+  void OnError(const kube::KubeError& error) override {
+    backend_->Log(2, "watching pods bound by others: " + error.ToString());
+  }
+
+ private:
+  KubernetesBackend* backend_;
+};
+
 // --- Lifecycle.
 
 KubernetesBackend::KubernetesBackend(plugin::Host host) : Plugin(host) {}
@@ -135,6 +157,22 @@ PluginStatus KubernetesBackend::Init(const std::string& text) {
   pods.label_selector = std::string(kBackendLabel) + "=" + config_.name;
   pod_watch_ = std::make_unique<kube::ListWatch>(client_.get(), pods, pod_handler_.get());
   pod_watch_->Start();
+  // And the pods bound to a node by others, not yet ended: what they request is not offered.
+  // This backend's own pods are left out by their label, the pods addressed to its scheduler
+  // name by the field (the intake watch sees those: OnIntakePod).
+  if (config_.count_others_pods) {
+    foreign_handler_ = std::make_unique<ForeignHandler>(this);
+    kube::ListWatchOptions others;
+    others.resource = kube::Resource::Pods();
+    others.label_selector = std::string(kBackendLabel) + "!=" + config_.name;
+    others.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+    if (!config_.scheduler_name.empty()) {
+      others.field_selector += ",spec.schedulerName!=" + config_.scheduler_name;
+    }
+    foreign_watch_ =
+        std::make_unique<kube::ListWatch>(client_.get(), others, foreign_handler_.get());
+    foreign_watch_->Start();
+  }
   return PluginStatus::Ok();
 }
 
@@ -169,9 +207,11 @@ void KubernetesBackend::Shutdown() {
   }
   // Watches first (their handlers reach into the maps), then the queued API calls.
   if (intake_watch_) intake_watch_->Stop();
+  if (foreign_watch_) foreign_watch_->Stop();
   if (pod_watch_) pod_watch_->Stop();
   if (node_watch_) node_watch_->Stop();
   intake_watch_.reset();
+  foreign_watch_.reset();
   pod_watch_.reset();
   node_watch_.reset();
   if (work_) work_->Stop();
@@ -183,32 +223,27 @@ void KubernetesBackend::Shutdown() {
 void KubernetesBackend::OnNode(const json& node, bool deleted) {
   const std::string name = StringAt(MetadataOf(node), "name");
   if (name.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (deleted) {
+      node_objects_.erase(name);
+    } else {
+      node_objects_[name] = node;
+    }
+  }
+  Offer({name});
+}
+
+void KubernetesBackend::Offer(const std::vector<std::string>& names) {
   bool changed = false;
   bool started = false;
-  std::string newly_excluded;
+  std::vector<std::string> logs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     started = started_;
-    if (deleted) {
-      changed = nodes_.erase(name) > 0;
-      excluded_.erase(name);
-    } else {
-      KubeNode k = NodeFromKube(node, {config_.rack_label, config_.default_gpu_memory_mib});
-      if (!k.excluded.empty()) {
-        changed = nodes_.erase(name) > 0;
-        if (excluded_[name] != k.excluded) newly_excluded = k.excluded;
-        excluded_[name] = k.excluded;
-      } else {
-        excluded_.erase(name);
-        auto it = nodes_.find(name);
-        if (it == nodes_.end() || it->second.SerializeAsString() != k.spec.SerializeAsString()) {
-          nodes_[name] = std::move(k.spec);
-          changed = true;
-        }
-      }
-    }
+    for (const std::string& name : names) changed = OfferLocked(name, &logs) || changed;
   }
-  if (!newly_excluded.empty()) Log(1, "node '" + name + "' is not offered: " + newly_excluded);
+  for (const std::string& line : logs) Log(1, line);
   if (changed && started) {
     v1::BackendEvent event;
     event.set_kind(v1::BackendEvent::INVENTORY_CHANGED);
@@ -217,12 +252,57 @@ void KubernetesBackend::OnNode(const json& node, bool deleted) {
   }
 }
 
+bool KubernetesBackend::OfferLocked(const std::string& name, std::vector<std::string>* logs) {
+  const auto object = node_objects_.find(name);
+  if (object == node_objects_.end()) {
+    excluded_.erase(name);
+    return nodes_.erase(name) > 0;
+  }
+  const ResourceMilli* used = foreign_.On(name);
+  KubeNode k = NodeFromKube(used ? AllocatableLess(object->second, *used) : object->second,
+                            {config_.rack_label, config_.default_gpu_memory_mib});
+  if (!k.excluded.empty()) {
+    if (excluded_[name] != k.excluded) {
+      logs->push_back("node '" + name + "' is not offered: " + k.excluded);
+    }
+    excluded_[name] = k.excluded;
+    return nodes_.erase(name) > 0;
+  }
+  excluded_.erase(name);
+  auto it = nodes_.find(name);
+  if (it != nodes_.end() && it->second.SerializeAsString() == k.spec.SerializeAsString()) {
+    return false;
+  }
+  nodes_[name] = std::move(k.spec);
+  return true;
+}
+
+void KubernetesBackend::OnForeignPod(const json& pod, bool deleted) {
+  v1::TaskRef ref;
+  // Not counted: a pod of this backend's (its label or a Binding's annotations).
+  const bool ours = (TaskOfPod(pod, &ref) && StringAt(ObjectAt(MetadataOf(pod), "labels"),
+                                                      kBackendLabel) == config_.name) ||
+                    TaskOfTakenInPod(pod, config_.name, &ref);
+  std::vector<std::string> changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed =
+        ours ? foreign_.Forget(StringAt(MetadataOf(pod), "uid")) : foreign_.Update(pod, deleted);
+  }
+  if (!changed.empty()) Offer(changed);
+}
+
 PluginStatus KubernetesBackend::Inventory(v1::Inventory* out) {
   std::unique_lock<std::mutex> lock(mu_);
   // The first list of a large cluster takes a second or two; the host's call deadline is longer.
-  if (!nodes_synced_cv_.wait_for(lock, std::chrono::seconds(4), [&] { return nodes_synced_; })) {
+  // And for the list of others' pods, so that a node is not first offered whole.
+  const bool foreign_needed = config_.count_others_pods;
+  if (!nodes_synced_cv_.wait_for(lock, std::chrono::seconds(4), [&] {
+        return nodes_synced_ && (foreign_synced_ || !foreign_needed);
+      })) {
     return PluginStatus::Error(TESSERA_UNAVAILABLE,
-                               "the node list from " + client_->config().server +
+                               std::string(nodes_synced_ ? "the list of pods" : "the node list") +
+                                   " from " + client_->config().server +
                                    " has not come yet (is the API server reachable?)");
   }
   for (const auto& [name, spec] : nodes_) *out->add_nodes() = spec;
@@ -404,64 +484,68 @@ void KubernetesBackend::BindPod(const v1::LaunchTask& task, std::stop_token stop
     state.namespace_name = ns;
     state.pod = name;
     state.external_id = id;
+    state.uid = uid;
   }
   if (!BeginMaking(task.ref())) return;
-  const bool bound = LabelAndBind(task, ns, name, uid, stop);
+  const bool bound = Bind(task, ns, name, uid, stop);
   EndMaking(task.ref(), bound, stop);
 }
 
-bool KubernetesBackend::LabelAndBind(const v1::LaunchTask& task, const std::string& ns,
-                                     const std::string& name, const std::string& uid,
-                                     std::stop_token stop) {
-  const std::string& id = task.external_id();
+bool KubernetesBackend::Bind(const v1::LaunchTask& task, const std::string& ns,
+                             const std::string& name, const std::string& uid,
+                             std::stop_token stop) {
   const std::string path = kube::ObjectPath(kube::Resource::Pods(), ns, name);
-  // Labelled first, so that this backend's pod watch follows it and a restarted backend finds it.
-  json labels = {{kBackendLabel, config_.name},
-                 {kJobLabel, std::to_string(task.ref().job())},
-                 {kAttemptLabel, std::to_string(task.ref().attempt())},
-                 {kTaskLabel, std::to_string(task.ref().task())}};
-  // And the external id, so that a restarted backend still knows the pod was taken in.
-  json patch = {{"metadata", {{"labels", labels}, {"annotations", {{kExternalIdAnnotation, id}}}}}};
-  kube::KubeOutcome<json> labelled = client_->Patch(path, patch, kube::PatchType::kMerge, stop);
-  if (!labelled.ok()) {
-    if (!stop.stop_requested()) {
-      Rejected(task.ref(), false,
-               "labelling pod " + ns + "/" + name + ": " + labelled.error().ToString());
-    }
-    return false;
-  }
-  if (StringAt(MetadataOf(labelled.value()), "uid") != uid) {
-    Rejected(task.ref(), false, "pod " + ns + "/" + name + " is not the one taken in");
-    return false;
-  }
-  json binding = {{"apiVersion", "v1"},
-                  {"kind", "Binding"},
-                  {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
-                  {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", task.node()}}}};
+  // One call, and nothing written before the uid is checked: the API server refuses a Binding
+  // whose uid is not the pod's (a pod remade under the name) with a 409, and copies its
+  // annotations onto the pod as it sets spec.nodeName, so the bound pod carries its task for
+  // the schedulerName watch and for a restarted backend (pod_intake.h).
+  json binding = {
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", ns},
+        {"uid", uid},
+        {"annotations", BindingAnnotations(task.ref(), config_.name, task.external_id())}}},
+      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", task.node()}}}};
   kube::CreateOptions create;
   create.existing_path = path;
   const std::string node = task.node();
-  create.is_ours = [node](const json& pod) {
-    return pod.value("spec", json::object()).value("nodeName", "") == node;
+  const v1::TaskRef ref = task.ref();
+  // A Binding whose reply was lost and that then found the pod bound: bound by this one?
+  create.is_ours = [this, node, uid, ref](const json& pod) {
+    v1::TaskRef found;
+    return StringAt(MetadataOf(pod), "uid") == uid &&
+           StringAt(ObjectAt(pod, "spec"), "nodeName") == node &&
+           TaskOfTakenInPod(pod, config_.name, &found) && KeyOf(found) == KeyOf(ref);
   };
   kube::KubeOutcome<json> bound = client_->Create(path + "/binding", binding, create, stop);
-  if (!bound.ok() && !stop.stop_requested()) {
-    Rejected(
-        task.ref(), false,
-        "binding pod " + ns + "/" + name + " to node " + node + ": " + bound.error().ToString());
-  }
-  return bound.ok();
+  if (bound.ok()) return true;
+  if (stop.stop_requested()) return false;
+  const kube::KubeError& e = bound.error();
+  const bool other_pod =
+      e.kind == kube::KubeErrorKind::kConflict && e.message.find("UID") != std::string::npos;
+  Rejected(ref, false,
+           other_pod ? "pod " + ns + "/" + name + " is not the one taken in (uid " + uid +
+                           "): " + e.ToString()
+                     : "binding pod " + ns + "/" + name + " to node " + node + ": " + e.ToString());
+  return false;
 }
 
-// A pod of this backend changed (or went): report what it means for its task, once.
 void KubernetesBackend::OnPod(const json& pod, bool deleted) {
   v1::TaskRef ref;
-  if (!TaskOfPod(pod, &ref)) return;
+  if (TaskOfPod(pod, &ref)) FollowPod(pod, deleted, ref);
+}
+
+// A pod of a task of this backend changed (or went): report what it means for the task, once.
+void KubernetesBackend::FollowPod(const json& pod, bool deleted, const v1::TaskRef& ref) {
   const json& metadata = MetadataOf(pod);
   std::vector<v1::BackendEvent> events;
   {
     std::lock_guard<std::mutex> lock(mu_);
     TaskState& state = tasks_[KeyOf(ref)];
+    // A pod taken in is the task's only if it is the pod bound (not one remade under its name).
+    if (!state.uid.empty() && state.uid != StringAt(metadata, "uid")) return;
     if (state.pod.empty()) {
       state.namespace_name = StringAt(metadata, "namespace");
       state.pod = StringAt(metadata, "name");
@@ -622,31 +706,47 @@ PluginStatus KubernetesBackend::Reconcile(v1::LiveTasks* out) {
       add(ref);
     }
   }
-  kube::ListOptions list;
-  list.label_selector = std::string(kBackendLabel) + "=" + config_.name;
-  list.limit = 500;
-  std::string continue_token;
-  do {
-    list.continue_token = continue_token;
-    kube::KubeOutcome<json> page =
-        client_->List(kube::CollectionPath(kube::Resource::Pods(), ""), list);
-    if (!page.ok()) {
-      return PluginStatus::Error(TESSERA_UNAVAILABLE,
-                                 "listing this backend's pods: " + page.error().ToString());
-    }
-    for (const json& pod : page.value().value("items", json::array())) {
-      v1::TaskRef ref;
-      if (!TaskOfPod(pod, &ref) || Terminal(pod)) continue;
-      if (!MetadataOf(pod).value("deletionTimestamp", json()).is_null()) continue;
-      add(ref);
-      std::lock_guard<std::mutex> lock(mu_);
-      TaskState& state = tasks_[KeyOf(ref)];
-      state.namespace_name = StringAt(MetadataOf(pod), "namespace");
-      state.pod = StringAt(MetadataOf(pod), "name");
-    }
-    continue_token = StringAt(MetadataOf(page.value()), "continue");
-  } while (!continue_token.empty());
-  return PluginStatus::Ok();
+  // This backend's own pods, by their label, and the pods it took in and bound, by its
+  // scheduler name and their annotations.
+  auto list_live = [&](kube::ListOptions list, bool taken_in) -> PluginStatus {
+    list.limit = 500;
+    std::string continue_token;
+    do {
+      list.continue_token = continue_token;
+      kube::KubeOutcome<json> page =
+          client_->List(kube::CollectionPath(kube::Resource::Pods(), ""), list);
+      if (!page.ok()) {
+        return PluginStatus::Error(TESSERA_UNAVAILABLE,
+                                   std::string(taken_in ? "listing the pods it took in: "
+                                                        : "listing this backend's pods: ") +
+                                       page.error().ToString());
+      }
+      for (const json& pod : page.value().value("items", json::array())) {
+        v1::TaskRef ref;
+        const bool task =
+            taken_in ? TaskOfTakenInPod(pod, config_.name, &ref) : TaskOfPod(pod, &ref);
+        if (!task || Terminal(pod)) continue;
+        if (!MetadataOf(pod).value("deletionTimestamp", json()).is_null()) continue;
+        add(ref);
+        std::lock_guard<std::mutex> lock(mu_);
+        TaskState& state = tasks_[KeyOf(ref)];
+        state.namespace_name = StringAt(MetadataOf(pod), "namespace");
+        state.pod = StringAt(MetadataOf(pod), "name");
+        if (taken_in) state.uid = StringAt(MetadataOf(pod), "uid");
+      }
+      continue_token = StringAt(MetadataOf(page.value()), "continue");
+    } while (!continue_token.empty());
+    return PluginStatus::Ok();
+  };
+  kube::ListOptions own;
+  own.label_selector = std::string(kBackendLabel) + "=" + config_.name;
+  PluginStatus listed = list_live(own, false);
+  if (listed.ok() && !config_.scheduler_name.empty()) {
+    kube::ListOptions taken_in;
+    taken_in.field_selector = "spec.schedulerName=" + config_.scheduler_name + ",spec.nodeName!=";
+    listed = list_live(taken_in, true);
+  }
+  return listed;
 }
 
 // --- Pods made by others.
@@ -654,8 +754,28 @@ PluginStatus KubernetesBackend::Reconcile(v1::LiveTasks* out) {
 void KubernetesBackend::OnIntakePod(const json& pod, bool deleted) {
   IntakePod p;
   if (!ReadIntakePod(pod, config_, &p)) return;
+  v1::TaskRef ref;
+  if (TaskOfTakenInPod(pod, config_.name, &ref)) {
+    // Bound here: its task's from now on, followed like a pod of the backend's own.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      intake_.erase(p.uid);
+      refused_.erase(p.uid);
+    }
+    FollowPod(pod, deleted, ref);
+    return;
+  }
+  if (config_.count_others_pods && !p.waiting) {
+    // Bound by someone else (spec.nodeName set at creation, say), or ended: counted on its
+    // node while it runs there, as the pods the foreign watch sees.
+    std::vector<std::string> changed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      changed = foreign_.Update(pod, deleted);
+    }
+    if (!changed.empty()) Offer(changed);
+  }
   std::vector<v1::BackendEvent> events;
-  std::vector<std::string> logs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (deleted || !p.waiting) {

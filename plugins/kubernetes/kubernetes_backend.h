@@ -7,17 +7,21 @@
 //   - tasks: each placed task becomes a pod bound to the node chosen (pod_manifest.h), created
 //     by a few worker threads (work_queue.h) so that a gang's pods go out together; its phases
 //     become task events (pod_outcome.h); stop and cancel are deletes with the job's grace;
-//   - after a restart, Reconcile lists the pods labelled with this backend's name: those still
-//     running are the live tasks, so nothing runs twice;
+//   - after a restart, Reconcile lists the pods labelled with this backend's name and the pods
+//     it took in and bound (annotated with its name): those still running are the live tasks,
+//     so nothing runs twice;
 //   - pods made by others with `spec.schedulerName` = scheduler_name are taken in as jobs
-//     (pod_intake.h, BackendEvent SUBMIT_JOB) and bound when their job is placed; deleting such
-//     a pod cancels its job (WITHDRAW_JOB).
+//     (pod_intake.h, BackendEvent SUBMIT_JOB) and bound when their job is placed, in one call
+//     (a Binding with the pod's uid and the task's annotations); from then on the same
+//     schedulerName watch follows them; deleting such a pod cancels its job (WITHDRAW_JOB);
+//   - pods bound to its nodes by others (count_others_pods) are subtracted from what each node
+//     offers (foreign_pods.h).
 //
-// Threading: the host's calls come on its operation lanes; three list-watch loops (nodes and
-// this backend's pods from Init, pods addressed to the scheduler from Start) run on their own
-// threads; events from before Start wait for it, or for PollEvents; API calls that
-// change pods run on the work queue. `mu_` guards the shared maps; events are emitted after it
-// is released.
+// Threading: the host's calls come on its operation lanes; up to four list-watch loops (nodes,
+// this backend's pods and others' bound pods from Init, pods addressed to the scheduler from
+// Start) run on their own threads; events from before Start wait for it, or for PollEvents;
+// API calls that change pods run on the work queue. `mu_` guards the shared maps; events are
+// emitted after it is released.
 #pragma once
 
 #include <chrono>
@@ -34,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "foreign_pods.h"
 #include "kube/kube_client.h"
 #include "kube/list_watch.h"
 #include "kube_backend_config.h"
@@ -69,6 +74,7 @@ class KubernetesBackend : public plugin::Plugin {
     std::string namespace_name;
     std::string pod;
     std::string external_id;  // a pod taken in: its job's external id.
+    std::string uid;          // a pod taken in, once bound here: the uid it was bound with.
     bool started = false;
     bool ended = false;
     bool stopping = false;
@@ -91,13 +97,23 @@ class KubernetesBackend : public plugin::Plugin {
   class NodeHandler;
   class PodHandler;
   class IntakeHandler;
+  class ForeignHandler;
 
   static TaskKey KeyOf(const v1::TaskRef& ref) { return {ref.job(), ref.attempt(), ref.task()}; }
 
   // Node watch.
   void OnNode(const nlohmann::json& node, bool deleted);
-  // This backend's pods.
+  // Translates these nodes again from their last object less what others use there; an
+  // inventory change when what is offered changed.
+  void Offer(const std::vector<std::string>& names);
+  // The same for one node (mu_ held); true when its offer changed.
+  bool OfferLocked(const std::string& name, std::vector<std::string>* logs);
+  // Pods bound by others (mu_ not held).
+  void OnForeignPod(const nlohmann::json& pod, bool deleted);
+  // This backend's own pods.
   void OnPod(const nlohmann::json& pod, bool deleted);
+  // A pod of a task of this backend (its own, or taken in and bound) changed or went.
+  void FollowPod(const nlohmann::json& pod, bool deleted, const v1::TaskRef& ref);
   // What the pod's status means for its task, once (mu_ held).
   void ReportOutcome(const nlohmann::json& pod, bool deleted, const v1::TaskRef& ref,
                      TaskState& state, std::vector<v1::BackendEvent>* out);
@@ -109,10 +125,10 @@ class KubernetesBackend : public plugin::Plugin {
 
   void CreatePod(const v1::LaunchTask& task, nlohmann::json pod, std::stop_token stop);
   void BindPod(const v1::LaunchTask& task, std::stop_token stop);
-  // Labels the pod taken in as the task's and binds it to the task's node; false (the launch
-  // reported rejected) when either fails.
-  bool LabelAndBind(const v1::LaunchTask& task, const std::string& namespace_name,
-                    const std::string& pod, const std::string& uid, std::stop_token stop);
+  // Binds the pod taken in to the task's node, one Binding that names the pod's uid and carries
+  // the task's annotations; false (the launch reported rejected) when it fails.
+  bool Bind(const v1::LaunchTask& task, const std::string& namespace_name, const std::string& pod,
+            const std::string& uid, std::stop_token stop);
   void DeletePod(const v1::TaskRef& ref, const std::string& namespace_name, const std::string& pod,
                  int64_t grace_s, std::stop_token stop);
 
@@ -127,22 +143,27 @@ class KubernetesBackend : public plugin::Plugin {
   std::unique_ptr<NodeHandler> node_handler_;
   std::unique_ptr<PodHandler> pod_handler_;
   std::unique_ptr<IntakeHandler> intake_handler_;
+  std::unique_ptr<ForeignHandler> foreign_handler_;
   std::unique_ptr<kube::ListWatch> node_watch_;
   std::unique_ptr<kube::ListWatch> pod_watch_;
   std::unique_ptr<kube::ListWatch> intake_watch_;
+  std::unique_ptr<kube::ListWatch> foreign_watch_;
   std::unique_ptr<WorkQueue> work_;
 
   std::mutex mu_;
   std::condition_variable nodes_synced_cv_;
-  bool nodes_synced_ = false;                    // guarded by mu_
-  bool started_ = false;                         // guarded by mu_
-  std::map<std::string, v1::NodeSpec> nodes_;    // offered nodes; guarded by mu_
-  std::map<std::string, std::string> excluded_;  // node -> why not offered; guarded by mu_
-  std::map<TaskKey, TaskState> tasks_;           // guarded by mu_
-  std::map<std::string, IntakeEntry> intake_;    // waiting pods by uid; guarded by mu_
-  std::set<std::string> submitted_;              // external ids submitted; guarded by mu_
-  std::map<std::string, std::string> refused_;   // uid -> why it cannot be taken in
-  std::vector<v1::BackendEvent> pending_;        // before Start; guarded by mu_
+  bool nodes_synced_ = false;                           // guarded by mu_
+  bool foreign_synced_ = false;                         // guarded by mu_
+  bool started_ = false;                                // guarded by mu_
+  std::map<std::string, nlohmann::json> node_objects_;  // every Node seen; guarded by mu_
+  std::map<std::string, v1::NodeSpec> nodes_;           // offered nodes; guarded by mu_
+  ForeignPods foreign_;                                 // others' pods on the nodes; guarded by mu_
+  std::map<std::string, std::string> excluded_;         // node -> why not offered; guarded by mu_
+  std::map<TaskKey, TaskState> tasks_;                  // guarded by mu_
+  std::map<std::string, IntakeEntry> intake_;           // waiting pods by uid; guarded by mu_
+  std::set<std::string> submitted_;                     // external ids submitted; guarded by mu_
+  std::map<std::string, std::string> refused_;          // uid -> why it cannot be taken in
+  std::vector<v1::BackendEvent> pending_;               // before Start; guarded by mu_
   // Submits every waiting pod again each resubmit_interval_s (submits are idempotent).
   std::condition_variable_any resubmit_cv_;
   std::jthread resubmitter_;

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "json_fields.h"
+#include "pod_manifest.h"
 #include "quantity.h"
 
 namespace tessera::kubernetes {
@@ -218,6 +219,22 @@ std::string PodExternalId(const IntakePod& pod) {
 std::string GroupExternalId(const std::string& namespace_name, const std::string& group,
                             const std::string& least_uid) {
   return "group/" + namespace_name + "/" + group + "/" + least_uid;
+}
+
+json BindingAnnotations(const v1::TaskRef& ref, const std::string& backend_name,
+                        const std::string& external_id) {
+  return {{kBackendLabel, backend_name},
+          {kJobLabel, std::to_string(ref.job())},
+          {kAttemptLabel, std::to_string(ref.attempt())},
+          {kTaskLabel, std::to_string(ref.task())},
+          {kExternalIdAnnotation, external_id}};
+}
+
+bool TaskOfTakenInPod(const json& pod, const std::string& backend_name, v1::TaskRef* ref) {
+  const json& annotations = ObjectAt(MetadataOf(pod), "annotations");
+  if (StringAt(annotations, kBackendLabel) != backend_name) return false;
+  if (StringAt(ObjectAt(pod, "spec"), "nodeName").empty()) return false;
+  return TaskOfKeys(annotations, ref);
 }
 
 }  // namespace tessera::kubernetes

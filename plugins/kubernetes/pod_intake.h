@@ -23,6 +23,14 @@
 // "group/<namespace>/<group>/<least uid>": a pod deleted and made again (same name, new uid) is
 // new work, and the id alone says which pods to bind.
 //
+// Binding is one API call: the Binding carries the pod's uid (the API server refuses it with a
+// 409 when the pod under that name is another one, before anything is written) and, in its
+// metadata.annotations, the task the pod now runs (tessera.io/backend, job, attempt, task) and
+// the job's external id. kube-apiserver copies a Binding's annotations onto the pod in the same
+// update that sets spec.nodeName (pkg/registry/core/pod/storage: setPodHostAndAnnotations), so
+// the backend follows the bound pod through the schedulerName watch that took it in, and finds
+// it again after a restart, by these annotations. (Labels are not copied from a Binding.)
+//
 // Pure functions; safe from any thread.
 #pragma once
 
@@ -33,6 +41,7 @@
 
 #include "kube_backend_config.h"
 #include "tessera/v1/job.pb.h"
+#include "tessera/v1/plugin.pb.h"
 
 namespace tessera::kubernetes {
 
@@ -59,5 +68,14 @@ bool JobForPods(const std::vector<nlohmann::json>& pods, const KubeBackendConfig
 std::string PodExternalId(const IntakePod& pod);
 std::string GroupExternalId(const std::string& namespace_name, const std::string& group,
                             const std::string& least_uid);
+
+// The annotations the Binding of a pod taken in puts on it: the task and the job's external id.
+nlohmann::json BindingAnnotations(const v1::TaskRef& ref, const std::string& backend_name,
+                                  const std::string& external_id);
+
+// The task of a pod taken in and bound by the backend named `backend_name`, from the
+// annotations its Binding put on it; false for any other pod (waiting, bound by someone else or
+// by another backend).
+bool TaskOfTakenInPod(const nlohmann::json& pod, const std::string& backend_name, v1::TaskRef* ref);
 
 }  // namespace tessera::kubernetes

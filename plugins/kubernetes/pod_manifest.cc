@@ -168,20 +168,30 @@ bool BuildPod(const v1::LaunchTask& task, const PodOptions& options, json* pod,
   return true;
 }
 
-bool TaskOfPod(const json& pod, v1::TaskRef* ref) {
-  if (!pod.is_object()) return false;
-  const json& labels = pod.value("metadata", json::object()).value("labels", json::object());
-  if (!labels.is_object() || labels.value(kBackendLabel, "").empty()) return false;
+bool TaskOfKeys(const json& keys, v1::TaskRef* ref) {
+  if (!keys.is_object()) return false;
+  const auto text = [&](const char* key) {
+    const auto it = keys.find(key);
+    return it != keys.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (text(kBackendLabel).empty()) return false;
   uint64_t job = 0, attempt = 0, index = 0;
-  if (!ParseUint(labels.value(kJobLabel, ""), &job) ||
-      !ParseUint(labels.value(kAttemptLabel, ""), &attempt) ||
-      !ParseUint(labels.value(kTaskLabel, ""), &index)) {
+  if (!ParseUint(text(kJobLabel), &job) || !ParseUint(text(kAttemptLabel), &attempt) ||
+      !ParseUint(text(kTaskLabel), &index)) {
     return false;
   }
   ref->set_job(job);
   ref->set_attempt(static_cast<int32_t>(attempt));
   ref->set_task(static_cast<int32_t>(index));
   return true;
+}
+
+bool TaskOfPod(const json& pod, v1::TaskRef* ref) {
+  if (!pod.is_object()) return false;
+  const auto metadata = pod.find("metadata");
+  if (metadata == pod.end() || !metadata->is_object()) return false;
+  const auto labels = metadata->find("labels");
+  return labels != metadata->end() && TaskOfKeys(*labels, ref);
 }
 
 }  // namespace tessera::kubernetes

@@ -60,8 +60,12 @@ inline constexpr const char* kTaskLabel = "tessera.io/task";
 // On a pod taken in (not made by the backend): its job's external id (pod_intake.h).
 inline constexpr const char* kExternalIdAnnotation = "tessera.io/external-id";
 
-// The task a pod runs, from the labels BuildPod gives it (and the backend puts on a pod it took
-// in before binding it); false for any other pod.
+// The task named by the keys above (kBackendLabel, kJobLabel, kAttemptLabel, kTaskLabel) in a
+// labels or annotations map; false when one is missing or not a number.
+bool TaskOfKeys(const nlohmann::json& keys, v1::TaskRef* ref);
+
+// The task a pod of the backend's own runs, from the labels BuildPod gives it; false for any
+// other pod. (A pod taken in carries the same keys as annotations: pod_intake.h.)
 bool TaskOfPod(const nlohmann::json& pod, v1::TaskRef* ref);
 
 }  // namespace tessera::kubernetes

@@ -88,7 +88,7 @@ for kind in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
 # RBAC: exactly the verbs the backend uses (kubernetes_backend.cc, and the client's GET of a pod
 # after a retried create or bind met 409).
 expected = {("nodes", "list"), ("nodes", "watch"), ("pods", "get"), ("pods", "list"),
-            ("pods", "watch"), ("pods", "create"), ("pods", "delete"), ("pods", "patch"),
+            ("pods", "watch"), ("pods", "create"), ("pods", "delete"),
             ("pods/binding", "create")}
 granted = set()
 for _, doc in documents:

@@ -435,6 +435,124 @@ TEST_CASE("kubernetes backend: pods made by others are scheduled with fair share
   s->Close();
 }
 
+// A pod bound to `node` by someone else: made with spec.nodeName set, as a DaemonSet's pods
+// are (or by kube-scheduler's Binding); it runs until deleted.
+json BoundPod(const std::string& ns, const std::string& name, const std::string& node, int gpus,
+              const std::string& scheduler) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"schedulerName", scheduler},
+            {"nodeName", node},
+            {"restartPolicy", "Never"},
+            {"containers", json::array({{{"name", "main"},
+                                         {"image", "busybox"},
+                                         {"resources",
+                                          {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+                                           {"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}})}}}};
+}
+
+TEST_CASE("kubernetes backend: what pods bound by others request is not offered") {
+  auto client = Client();
+  MakeNamespace(*client, "kb-others");
+  MakeNode(*client, "kb-others-0", "kb-others", 4);
+  const std::string pods = kube::CollectionPath(kube::Resource::Pods(), "kb-others");
+  // Before Tessera starts, kube-scheduler's pod holds two of the node's four GPUs.
+  REQUIRE(
+      client->Create(pods, BoundPod("kb-others", "theirs", "kb-others-0", 2, "default-scheduler"))
+          .ok());
+  auto s = OpenScheduler({"kb-others", "scheduler_name = tessera\ndefault_queue = default\n"});
+  auto offered = [&](const char* what) -> int64_t {
+    auto nodes = s->ListNodes();
+    REQUIRE(nodes.ok());
+    REQUIRE(nodes->size() == 1);
+    const v1::NodeSpec& spec = (*nodes)[0].spec();
+    if (std::string(what) == "cpu") return spec.cpu_milli();
+    if (std::string(what) == "memory") return spec.memory_mib();
+    return spec.gpus_size();
+  };
+  CHECK(WaitFor([&] { return offered("gpus") == 2; }, 5s));
+  CHECK(offered("cpu") == 31000);
+  CHECK(offered("memory") == 256 * 1024 - 1024);
+  // A pod that names Tessera's scheduler but was made bound (not taken in): counted as well.
+  REQUIRE(client->Create(pods, BoundPod("kb-others", "bypass", "kb-others-0", 1, "tessera")).ok());
+  CHECK(WaitFor([&] { return offered("gpus") == 1; }, 5s));
+  // A two-GPU job waits for them; when kube-scheduler's pod goes, it runs.
+  auto job = s->Submit(GpuJob(2, Runs(-1)));
+  REQUIRE(job.ok());
+  std::this_thread::sleep_for(1s);
+  CHECK(StateOf(s.get(), job->id()) == v1::PENDING);
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  REQUIRE(
+      client->Delete(kube::ObjectPath(kube::Resource::Pods(), "kb-others", "theirs"), now).ok());
+  CHECK(WaitFor([&] { return StateOf(s.get(), job->id()) == v1::RUNNING; }));
+  // Tessera's own pod there is not counted as someone else's.
+  CHECK(offered("gpus") == 3);
+  REQUIRE(s->Cancel(job->id()).ok());
+  CHECK(WaitFor([&] { return StateOf(s.get(), job->id()) == v1::CANCELLED; }));
+  REQUIRE(
+      client->Delete(kube::ObjectPath(kube::Resource::Pods(), "kb-others", "bypass"), now).ok());
+  s->Close();
+}
+
+TEST_CASE("kubernetes backend: a pod taken in is bound in one call and adopted after a restart") {
+  auto client = Client();
+  MakeNamespace(*client, "kb-adopt");
+  MakeNode(*client, "kb-adopt-0", "kb-adopt", 4);
+  char dir[] = "/tmp/tessera-kb-adopt-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string store = std::string(dir) + "/store.db";
+  const Backend backend{
+      "kb-adopt", "scheduler_name = tessera\nqueue_for_namespace = kb-adopt:default\n", store};
+  const std::string path = kube::ObjectPath(kube::Resource::Pods(), "kb-adopt", "w");
+  uint64_t id = 0;
+  {
+    auto s = OpenScheduler(backend);
+    REQUIRE(client
+                ->Create(kube::CollectionPath(kube::Resource::Pods(), "kb-adopt"),
+                         IntakePod("kb-adopt", "w", 2, 600))
+                .ok());
+    auto running = [&] {
+      v1::ListJobsRequest request;
+      request.set_queue("default");
+      auto listed = s->ListJobs(request);
+      REQUIRE(listed.ok());
+      for (const v1::Job& j : listed->jobs()) {
+        if (j.spec().name() == "kb-adopt/w" && j.status().state() == v1::RUNNING) {
+          id = j.id();
+          return true;
+        }
+      }
+      return false;
+    };
+    CHECK(WaitFor(running));
+    // Bound with the task in its annotations, and no label written: the Binding was the one
+    // write, so the pod's resourceVersion moved for the bind and the kubelet stand-in only.
+    auto pod = client->Get(path);
+    REQUIRE(pod.ok());
+    const json& annotations = pod.value()["metadata"]["annotations"];
+    CHECK(annotations.value("tessera.io/backend", "") == "k8s-kb-adopt");
+    CHECK(annotations.value("tessera.io/job", "") == std::to_string(id));
+    CHECK(annotations.value("tessera.io/external-id", "").rfind("kb-adopt/w/", 0) == 0);
+    CHECK_FALSE(
+        pod.value()["metadata"].value("labels", json::object()).contains("tessera.io/backend"));
+    s->Close();
+  }
+  // A restarted scheduler finds it by its annotations: the job still runs on attempt 1.
+  auto s = OpenScheduler(backend);
+  std::this_thread::sleep_for(1s);
+  const v1::Job job = *s->GetJob(id);
+  CHECK(job.status().state() == v1::RUNNING);
+  CHECK(job.status().attempt() == 1);
+  // It is still followed: its owner deletes it, and the job is cancelled.
+  REQUIRE(client->Delete(path).ok());
+  CHECK(WaitFor([&] { return StateOf(s.get(), id) == v1::CANCELLED; }));
+  s->Close();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tessera
 

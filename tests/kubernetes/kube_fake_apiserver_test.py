@@ -606,6 +606,40 @@ class PodLifecycle(unittest.TestCase):
         self.assertEqual(failed.status.container_statuses[0].state.terminated.reason, "Error")
         self.assertEqual(v1.read_namespaced_pod("ok", ns).status.container_statuses[0].state.terminated.exit_code, 0)
 
+    def test_binding_checks_preconditions_then_copies_annotations(self):
+        v1, ns = api(), self.ns
+        made = v1.create_namespaced_pod(ns, pod_body(name="annotated", scheduler="tessera"))
+        uid, rv = made.metadata.uid, made.metadata.resource_version
+        path = "/api/v1/namespaces/%s/pods/annotated/binding" % ns
+        binding = lambda **meta: {"metadata": dict({"name": "annotated"}, **meta), "target": {"kind": "Node", "name": "node-ready"}}
+        # A uid or resourceVersion that is not the pod's: 409, and nothing written.
+        code, _, body = raw("POST", path, binding(uid="not-its-uid", annotations={"a": "1"}))
+        self.assertEqual((code, body["reason"]), (409, "Conflict"))
+        self.assertIn("UID in precondition", body["message"])
+        code, _, body = raw("POST", path, binding(uid=uid, resourceVersion=str(int(rv) - 1)))
+        self.assertEqual((code, body["reason"]), (409, "Conflict"))
+        self.assertIn("ResourceVersion in precondition", body["message"])
+        pod = v1.read_namespaced_pod("annotated", ns)
+        self.assertIsNone(pod.spec.node_name)
+        self.assertNotIn("a", pod.metadata.annotations or {})
+        # The right uid: bound, the Binding's annotations on the pod, its labels not.
+        code, _, body = raw("POST", path, binding(uid=uid, resourceVersion=rv, annotations={"tessera.io/job": "7"},
+                                                  labels={"not": "copied"}))
+        self.assertEqual(code, 201)
+        pod = v1.read_namespaced_pod("annotated", ns)
+        self.assertEqual(pod.spec.node_name, "node-ready")
+        self.assertEqual(pod.metadata.annotations["tessera.io/job"], "7")
+        self.assertNotIn("not", pod.metadata.labels or {})
+        self.assertEqual([c.status for c in pod.status.conditions if c.type == "PodScheduled"], ["True"])
+        # A pod with scheduling gates is not bound.
+        gated = pod_body(name="gated", scheduler="tessera")
+        gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+        v1.create_namespaced_pod(ns, gated)
+        code, _, body = raw("POST", "/api/v1/namespaces/%s/pods/gated/binding" % ns,
+                            {"metadata": {"name": "gated"}, "target": {"name": "node-ready"}})
+        self.assertEqual((code, body["reason"]), (409, "Conflict"))
+        self.assertIn("schedulingGates", body["message"])
+
     def test_not_ready_node_keeps_pods(self):
         v1, ns = api(), self.ns
         v1.create_namespaced_pod(ns, pod_body(name="stuck", node="node-down"))

@@ -43,6 +43,12 @@ Where it differs from kube-apiserver (what a test against it cannot show):
   Nothing compacts etcd unless a test asks (/fake/compact); kube-apiserver compacts every 5 min.
   Events have no TTL. Continue tokens have the real format but an expired one gets no fresh
   inconsistent token back.
+- Binding (pods/{name}/binding and namespaces/{ns}/bindings): as kube-apiserver's BindingREST,
+  one etcd update that checks the Binding's uid and resourceVersion preconditions and refuses a
+  pod being deleted, already bound or with schedulingGates (409), then sets spec.nodeName,
+  copies the Binding's metadata.annotations (not its labels) onto the pod and sets
+  PodScheduled=True. It differs in that dryRun is ignored there (the bind is made), the 201
+  Status carries no details, and no NodeRestriction-like check of who binds is made.
 - Controllers: no Job controller (jobs are storage only, no pods are made for them), no
   scheduler (pods stay Pending until bound), no node lifecycle controller and no pod GC (a
   NotReady or deleted node keeps its pods as they are), garbage collection only for a job

@@ -646,16 +646,24 @@ class Registry:
         if target.get("kind") not in (None, "", "Node"):
             raise errors.invalid("", "Binding", name, [("target.kind", "FieldValueNotSupported", 'Unsupported value: "%s": supported values: "Node"' % target["kind"])])
         uid = meta.get("uid")
+        rv = meta.get("resourceVersion")
 
         def assign(pod):
+            # As kube-apiserver's BindingREST (pkg/registry/core/pod/storage): the uid and
+            # resourceVersion preconditions first, then the pod's state; nothing is written
+            # unless all pass. Only the Binding's annotations are copied onto the pod.
             pm = pod["metadata"]
             if uid and uid != pm.get("uid"):
                 raise errors.conflict("", "pods/binding", name, "Precondition failed: UID in precondition: %s, UID in object meta: %s" % (uid, pm.get("uid")))
+            if rv and str(rv) != str(pm.get("resourceVersion")):
+                raise errors.conflict("", "pods/binding", name, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s" % (rv, pm.get("resourceVersion")))
             if pm.get("deletionTimestamp"):
                 raise errors.conflict("", "pods/binding", name, "pod %s is being deleted, cannot be assigned to a host" % name)
             spec = pod.setdefault("spec", {})
             if spec.get("nodeName"):
                 raise errors.conflict("", "pods/binding", name, 'pod %s is already assigned to node "%s"' % (name, spec["nodeName"]))
+            if spec.get("schedulingGates"):
+                raise errors.conflict("", "pods/binding", name, "pod %s has non-empty .spec.schedulingGates" % name)
             spec["nodeName"] = node
             if binding.get("metadata", {}).get("annotations"):
                 pm.setdefault("annotations", {}).update(binding["metadata"]["annotations"])
