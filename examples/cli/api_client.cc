@@ -103,6 +103,13 @@ CallResult ApiClient::SubmitJob(const v1::JobSpec& spec, const std::string& idem
   return ParseMessage(response, "job", job);
 }
 
+CallResult ApiClient::DryRunJob(const v1::JobSpec& spec, v1::DryRunResult* result) const {
+  const HttpResponse response =
+      Call("POST", "/v1/jobs:dryRun", spec.SerializeAsString(), BinaryBody());
+  if (CallResult checked = Check(response); !checked.ok()) return checked;
+  return ParseMessage(response, "dry run", result);
+}
+
 CallResult ApiClient::GetJob(const std::string& id, v1::Job* job) const {
   const HttpResponse response = Call("GET", "/v1/jobs/" + UrlEncode(id), "", BinaryReply());
   if (CallResult result = Check(response); !result.ok()) return result;

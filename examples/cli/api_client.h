@@ -11,6 +11,7 @@
 
 #include "http_client.h"
 #include "tessera/v1/api.pb.h"
+#include "tessera/v1/dry_run.pb.h"
 #include "tessera/v1/event.pb.h"
 #include "tessera/v1/job.pb.h"
 #include "tessera/v1/node.pb.h"
@@ -43,6 +44,8 @@ class ApiClient {
   // POST /v1/jobs. `idempotency_key` empty sends no Idempotency-Key header.
   CallResult SubmitJob(const v1::JobSpec& spec, const std::string& idempotency_key,
                        v1::Job* job) const;
+  // POST /v1/jobs:dryRun: what a submit of `spec` would do now; nothing is stored.
+  CallResult DryRunJob(const v1::JobSpec& spec, v1::DryRunResult* result) const;
   // GET /v1/jobs/{id}.
   CallResult GetJob(const std::string& id, v1::Job* job) const;
   // POST /v1/jobs/{id}:cancel.

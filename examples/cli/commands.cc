@@ -483,12 +483,101 @@ std::vector<CallResult> SubmitAll(const ApiClient& api,
   return results;
 }
 
+std::string DryRunVerdict(const v1::DryRunResult& result) {
+  switch (result.verdict()) {
+    case v1::DryRunResult::STARTS_NOW:
+      return "would start now";
+    case v1::DryRunResult::PREEMPTS:
+      return "would start after preempting " + std::to_string(result.victims_size()) + " job(s)";
+    case v1::DryRunResult::WAITS: {
+      std::string cause = v1::DryRunResult::WaitCause_Name(result.wait_cause());
+      std::transform(cause.begin(), cause.end(), cause.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      return "would wait (" + cause + ")";
+    }
+    case v1::DryRunResult::INFEASIBLE:
+      return "could never run on this cluster";
+    default:
+      return "unknown";
+  }
+}
+
+void PrintDryRun(const v1::DryRunResult& result, int64_t now_us) {
+  Table table({"FIELD", "VALUE"});
+  table.AddRow({"verdict", DryRunVerdict(result)});
+  table.AddRow({"queue", result.queue()});
+  table.AddRow({"priority", std::to_string(result.priority()) +
+                                (result.preemptible() ? " (preemptible)" : " (not preemptible)")});
+  table.AddRow({"reason", result.reason()});
+  if (result.verdict() != v1::DryRunResult::INFEASIBLE) {
+    table.AddRow({"jobs ahead", std::to_string(result.jobs_ahead())});
+    std::string start = "unknown: " + result.start_unknown_reason();
+    if (result.estimated_start_us() > 0) {
+      const int64_t in_s = std::max<int64_t>(0, result.estimated_start_us() - now_us) / 1000000;
+      start = result.verdict() == v1::DryRunResult::STARTS_NOW
+                  ? "now"
+                  : Timestamp(result.estimated_start_us()) + " (in about " + std::to_string(in_s) +
+                        " s)";
+    }
+    table.AddRow({"start", start});
+  }
+  for (const v1::TaskPlacement& placement : result.placements()) {
+    std::string gpus;
+    for (const int gpu : placement.gpus()) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu);
+    table.AddRow({result.verdict() == v1::DryRunResult::STARTS_NOW
+                      ? "task " + std::to_string(placement.index())
+                      : "node",
+                  placement.node() + (gpus.empty() ? "" : " gpus " + gpus)});
+  }
+  for (const v1::DryRunVictim& victim : result.victims()) {
+    const std::string who = victim.job_id() == 0 ? "a job of another tenant"
+                                                 : "job " + std::to_string(victim.job_id()) +
+                                                       " (queue " + victim.queue() + ")";
+    table.AddRow({"preempts", who + ", priority " + std::to_string(victim.priority()) + ", " +
+                                  std::to_string(victim.tasks()) + " task(s): " + victim.reason()});
+  }
+  table.Print(std::cout);
+}
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+ExitCode DryRun(const ApiClient& api, const Output& output,
+                const std::vector<std::pair<v1::JobSpec, std::string>>& jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    v1::DryRunResult result;
+    if (CallResult call = api.DryRunJob(jobs[i].first, &result); !call.ok()) {
+      if (jobs.size() > 1) std::cerr << "tessctl: job " << i + 1 << " of " << jobs.size() << ": ";
+      return Fail(call);
+    }
+    if (output.json) {
+      std::cout << ToJson(result, jobs.size() == 1) << '\n';
+      continue;
+    }
+    if (jobs.size() > 1)
+      std::cout << (i == 0 ? "" : "\n") << "job " << i + 1 << " of " << jobs.size() << '\n';
+    PrintDryRun(result, NowUs());
+  }
+  return ExitCode::kOk;
+}
+
 }  // namespace
 
 ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags) {
+  if (flags.dry_run && flags.array > 0) {
+    return UsageError(
+        "--dry-run answers for each job alone, not counting its copies: drop --array");
+  }
+  if (flags.dry_run && !flags.idempotency_key.empty()) {
+    return UsageError("--dry-run stores nothing, so --idempotency-key would have no effect");
+  }
   std::string error;
   const auto jobs = SpecsToSubmit(flags, &error);
   if (jobs.empty()) return UsageError(error);
+  if (flags.dry_run) return DryRun(api, output, jobs);
   if (jobs.size() == 1) {
     v1::Job job;
     if (CallResult result = api.SubmitJob(jobs[0].first, jobs[0].second, &job); !result.ok()) {

@@ -32,10 +32,14 @@ struct SubmitFlags {
   std::string elastic;                   // MIN:MAX, the elastic bounds.
   std::string elastic_sizes;             // powers-of-two, multiple-of:N or a list N,M,...
   bool idle_gpu_exempt = false;
+  // Ask what submitting would do (POST /v1/jobs:dryRun) instead of submitting.
+  bool dry_run = false;
 };
 
 // One job: prints its id (or the Job as JSON). Several: submits them concurrently and prints one
-// line per job in order, its id or "-" when the server refused it, the reason on stderr.
+// line per job in order, its id or "-" when the server refused it, the reason on stderr. With
+// --dry-run, submits nothing and prints, per job, what a submit would do now (a table, or the
+// DryRunResult as JSON); exit code 0 whenever the server answered, infeasible jobs included.
 ExitCode Submit(const ApiClient& api, const Output& output, const SubmitFlags& flags);
 ExitCode ListJobs(const ApiClient& api, const Output& output, const std::string& queue,
                   const std::vector<std::string>& states, int page_size);

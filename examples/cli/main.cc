@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
                        "exempt the job from its queue's idle-GPU policy (if the queue allows it)");
   submit_cmd->add_option("--idempotency-key", submit.idempotency_key,
                          "resubmitting with the same key returns the first job");
+  submit_cmd->add_flag("--dry-run", submit.dry_run,
+                       "submit nothing: print whether the job could run, where it would start "
+                       "now or when, why it would wait, and which jobs it would preempt");
   submit_cmd->add_option("--command,command", submit.command,
                          "argv of each task; put it after -- when it has options");
 

@@ -48,17 +48,13 @@ tessera::v1::Job Router::ForCaller(tessera::v1::Job job) const {
   return job;
 }
 
-std::variant<HttpResponse, Router::Submission> Router::ReadSubmission() {
-  Submission submission;
-  if (Status s = ParseBody(request_, &submission.spec); !s.ok()) return ErrorFor(request_, s);
-  if (!principal_.Owns(submission.spec.queue())) {
-    return Forbidden(request_, "queue \"" + submission.spec.queue() +
-                                   "\" is outside the token's queues \"" + principal_.queue_prefix +
-                                   "\"");
+std::optional<HttpResponse> Router::RefuseSpec(const tessera::v1::JobSpec& spec) const {
+  if (!principal_.Owns(spec.queue())) {
+    return Forbidden(request_, "queue \"" + spec.queue() + "\" is outside the token's queues \"" +
+                                   principal_.queue_prefix + "\"");
   }
-  const std::string& wanted = submission.spec.priority_class().empty()
-                                  ? config_.default_priority_class()
-                                  : submission.spec.priority_class();
+  const std::string& wanted =
+      spec.priority_class().empty() ? config_.default_priority_class() : spec.priority_class();
   if (!principal_.MayUse(wanted)) {
     std::string granted;
     for (const std::string& c : principal_.priority_classes) {
@@ -66,6 +62,15 @@ std::variant<HttpResponse, Router::Submission> Router::ReadSubmission() {
     }
     return Forbidden(request_, "priority_class: '" + wanted + "' is not granted to the token (" +
                                    "granted: " + granted + ")");
+  }
+  return std::nullopt;
+}
+
+std::variant<HttpResponse, Router::Submission> Router::ReadSubmission() {
+  Submission submission;
+  if (Status s = ParseBody(request_, &submission.spec); !s.ok()) return ErrorFor(request_, s);
+  if (std::optional<HttpResponse> refused = RefuseSpec(submission.spec)) {
+    return std::move(*refused);
   }
   if (!principal_.admin &&
       !submit_limiter_.TryAcquire(principal_.token_digest, SubmitRateLimiter::Clock::now())) {
@@ -107,6 +112,25 @@ void Router::SubmitJobAsync(std::shared_ptr<const HttpRequest> request, Responde
                              return Reply(*request, *job);
                            });
                          });
+}
+
+HttpResponse Router::DryRunJob() {
+  tessera::v1::JobSpec spec;
+  if (Status s = ParseBody(request_, &spec); !s.ok()) return ErrorFor(request_, s);
+  if (std::optional<HttpResponse> refused = RefuseSpec(spec)) return std::move(*refused);
+  auto result = scheduler_.DryRun(spec);
+  if (!result.ok()) return SubmitRefusal(request_, result.status());
+  if (!principal_.admin) {
+    // A tenant learns that its job would stop work of others, and why, but not whose.
+    result->set_reason(WithoutOtherJobIds(result->reason(), 0));
+    for (tessera::v1::DryRunVictim& victim : *result->mutable_victims()) {
+      if (principal_.Owns(victim.queue())) continue;
+      victim.set_job_id(0);
+      victim.clear_queue();
+      victim.set_reason(WithoutOtherJobIds(victim.reason(), 0));
+    }
+  }
+  return Reply(request_, *result);
 }
 
 HttpResponse Router::JobRoute(std::string_view rest) {

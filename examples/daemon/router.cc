@@ -18,6 +18,10 @@ ApiResponse Router::Route(std::string_view path, const Query& query) {
     if (method == http::verb::post) return SubmitJob();
     return MethodNotAllowed(request_, "GET, POST");
   }
+  if (path == "/v1/jobs:dryRun") {
+    if (method != http::verb::post) return MethodNotAllowed(request_, "POST");
+    return DryRunJob();
+  }
   if (path.substr(0, 9) == "/v1/jobs/") return JobRoute(path.substr(9));
   if (path == "/v1/queues") {
     if (method == http::verb::get) return ListQueues();

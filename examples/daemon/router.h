@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -60,12 +61,18 @@ class Router {
   // The submit the request asks for, or the response refusing it (bad body, foreign queue,
   // priority class not granted, submit rate exceeded).
   std::variant<HttpResponse, Submission> ReadSubmission();
+  // The 403 for a spec the caller may not submit (a queue outside its token's, a priority class
+  // not granted), or nullopt. Submits and dry runs both ask.
+  std::optional<HttpResponse> RefuseSpec(const tessera::v1::JobSpec& spec) const;
   // The reply to GET or cancel of a job that does not exist or that the caller may not see:
   // the same bytes in both cases but for the id, so that ids are no oracle.
   HttpResponse JobNotFound(tessera::JobId id);
   // What a tenant sees of its own job: status.reason without the ids of other jobs.
   tessera::v1::Job ForCaller(tessera::v1::Job job) const;
   HttpResponse SubmitJob();
+  // POST /v1/jobs:dryRun: what a submit of the body would do now (Scheduler::DryRun), with the
+  // submit's authorisation and errors; other tenants' victims and job ids are hidden.
+  HttpResponse DryRunJob();
   HttpResponse JobRoute(std::string_view rest);  // /v1/jobs/{id}[:cancel]
   // GET /v1/jobs, or with ?idempotency_key=K alone the job that key made (JobByIdempotencyKey).
   HttpResponse ListJobs(const Query& query);

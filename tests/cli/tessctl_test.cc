@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/tessctl_runner.h"
+#include "tessera/v1/dry_run.pb.h"
 #include "tessera/v1/job.pb.h"
 
 namespace {
@@ -746,4 +747,82 @@ TEST_CASE("tessctl submit of several jobs reports each refusal by its number and
   CHECK(lines[0] != "-");
   CHECK(lines[2] != "-");
   CHECK(run.err == "tessctl: job 2 of 3: INVALID_ARGUMENT: tasks: must be >= 1 (HTTP 400)\n");
+}
+
+// A row of tessctl's FIELD/VALUE table for a dry run (the longest field is "jobs ahead").
+static std::string Row(const std::string& field, const std::string& value) {
+  return field + std::string(13 - field.size(), ' ') + value;
+}
+
+TEST_CASE("tessctl submit --dry-run asks POST /v1/jobs:dryRun and prints the answer") {
+  const char kPreempts[] = R"json({"verdict":"PREEMPTS",
+    "reason":"preempting 2 victim(s) to make room",
+    "placements":[{"node":"node-3"}],"estimatedStartUs":"1767225630000000",
+    "victims":[{"jobId":"7","queue":"team-a","priority":0,"tasks":1,
+                "reason":"preempted to make room for this job (higher priority)"},
+               {"priority":0,"tasks":2,"shrinkOnly":true,
+                "reason":"shrinking to make room for this job (higher priority)"}],
+    "queue":"team-a","priority":1000})json";
+  FakeTesserad server([&](const RecordedRequest&) { return Ok(kPreempts); });
+  const RunResult run = Tessctl({"--server", server.url(), "submit", "--dry-run", "--queue",
+                                 "team-a", "--gpus", "2", "--priority-class", "high"});
+  INFO(run.out);
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].method == "POST");
+  CHECK(requests[0].target == "/v1/jobs:dryRun");
+  const auto spec = ParseBody<tessera::v1::JobSpec>(requests[0]);
+  CHECK(spec.queue() == "team-a");
+  CHECK(spec.task().gpu_count() == 2);
+  CHECK(spec.priority_class() == "high");
+  const std::string& out = run.out;
+  CHECK(out.find(Row("verdict", "would start after preempting 2 job(s)")) != std::string::npos);
+  CHECK(out.find(Row("priority", "1000 (not preemptible)")) != std::string::npos);
+  CHECK(out.find(Row("start", "2026-01-01T00:00:30Z")) != std::string::npos);
+  CHECK(out.find(Row("node", "node-3")) != std::string::npos);
+  CHECK(out.find(Row("preempts",
+                     "job 7 (queue team-a), priority 0, 1 task(s): preempted to "
+                     "make room for this job (higher priority)")) != std::string::npos);
+  CHECK(out.find(Row("preempts", "a job of another tenant, priority 0, 2 task(s): shrinking")) !=
+        std::string::npos);
+
+  // A wait without an estimate says why; -o json prints the DryRunResult.
+  FakeTesserad waits([](const RecordedRequest&) {
+    return Ok(R"json({"verdict":"WAITS","waitCause":"CAPACITY","reason":"waiting for capacity",
+      "startUnknownReason":"it needs room that running jobs without a time limit hold"})json");
+  });
+  const RunResult table = Tessctl({"--server", waits.url(), "submit", "--dry-run", "--gpus", "1"});
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find(Row("verdict", "would wait (capacity)")) != std::string::npos);
+  CHECK(table.out.find(Row("start",
+                           "unknown: it needs room that running jobs without a time "
+                           "limit hold")) != std::string::npos);
+  const RunResult json =
+      Tessctl({"--server", waits.url(), "-o", "json", "submit", "--dry-run", "--gpus", "1"});
+  CHECK(json.exit_code == 0);
+  const auto result = ParseJson<tessera::v1::DryRunResult>(json.out);
+  CHECK(result.verdict() == tessera::v1::DryRunResult::WAITS);
+  CHECK(result.wait_cause() == tessera::v1::DryRunResult::CAPACITY);
+}
+
+TEST_CASE("tessctl submit --dry-run refuses --array and --idempotency-key, and passes errors") {
+  FakeTesserad server([](const RecordedRequest&) {
+    return CannedResponse{403, R"json({"code":"PERMISSION_DENIED",
+      "message":"queue \"x\" is outside the token's queues \"team-a\""})json"};
+  });
+  const RunResult array =
+      Tessctl({"--server", server.url(), "submit", "--dry-run", "--array", "3", "--gpus", "1"});
+  CHECK(array.exit_code == 1);
+  CHECK(array.err.find("--dry-run answers for each job alone") != std::string::npos);
+  const RunResult key = Tessctl(
+      {"--server", server.url(), "submit", "--dry-run", "--idempotency-key", "k", "--gpus", "1"});
+  CHECK(key.exit_code == 1);
+  CHECK(key.err.find("--dry-run stores nothing") != std::string::npos);
+  CHECK(server.requests().empty());
+  const RunResult refused =
+      Tessctl({"--server", server.url(), "submit", "--dry-run", "--queue", "x", "--gpus", "1"});
+  CHECK(refused.exit_code == 4);
+  CHECK(refused.err.find("is outside the token's queues") != std::string::npos);
 }

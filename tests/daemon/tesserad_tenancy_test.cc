@@ -270,6 +270,81 @@ TEST_CASE("tesserad: a tenant preempted for another tenant's job is not told tha
   CHECK(tenant_events.find("job " + high_id) == std::string::npos);
 }
 
+// The number of `"id":` in a list of jobs or events (one per item).
+int CountIds(const std::string& body) {
+  int count = 0;
+  for (size_t at = 0; (at = body.find("\"id\":", at)) != std::string::npos; ++at) ++count;
+  return count;
+}
+
+TEST_CASE("tesserad: POST /v1/jobs:dryRun answers as the library, with the submit's checks") {
+  ScratchDir dir("dry-run");
+  TenantDaemon daemon(dir, "preemption: {min_runtime_s: 0, cooldown_s: 0}\n");
+  // B fills the 24 GPUs of the default cluster with low-priority work.
+  for (int i = 0; i < 6; ++i) {
+    REQUIRE(
+        daemon
+            .Call(verb::post, "/v1/jobs", Spec("team-b", R"(,"priorityClass":"low")", 4), kTenantB)
+            .status == 200);
+  }
+  int running = 0;
+  for (int i = 0; i < 100 && running < 6; ++i) {
+    running = CountIds(daemon.Call(verb::get, "/v1/jobs?state=RUNNING", "", kAdmin).body);
+    if (running < 6) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(running == 6);
+  const std::string jobs_before = daemon.Call(verb::get, "/v1/jobs", "", kAdmin).body;
+  const std::string events_before =
+      daemon.Call(verb::get, "/v1/events?after_seq=0&max=1000", "", kAdmin).body;
+
+  const std::string high = Spec("team-h", R"(,"priorityClass":"high")", 4);
+  // H would preempt B's work; B's jobs are not named to H, its own reason is.
+  const Reply tenant = daemon.Call(verb::post, "/v1/jobs:dryRun", high, kTenantHigh);
+  REQUIRE(tenant.status == 200);
+  CHECK(tenant.body.find(R"("verdict":"PREEMPTS")") != std::string::npos);
+  CHECK(tenant.body.find(
+            R"json("reason":"preempted to make room for this job (higher priority)")json") !=
+        std::string::npos);
+  CHECK(tenant.body.find("jobId") == std::string::npos);
+  CHECK(tenant.body.find("team-b") == std::string::npos);
+  // An admin sees whose.
+  const Reply admin = daemon.Call(verb::post, "/v1/jobs:dryRun", high, kAdmin);
+  REQUIRE(admin.status == 200);
+  CHECK(admin.body.find(R"("queue":"team-b")") != std::string::npos);
+  CHECK(admin.body.find("jobId") != std::string::npos);
+  // B's own low job would wait for capacity.
+  const Reply waits = daemon.Call(verb::post, "/v1/jobs:dryRun",
+                                  Spec("team-b", R"(,"priorityClass":"low")"), kTenantB);
+  REQUIRE(waits.status == 200);
+  CHECK(waits.body.find(R"("verdict":"WAITS")") != std::string::npos);
+
+  // The submit's refusals, byte for byte.
+  const std::vector<std::pair<std::string, const char*>> refused = {
+      {Spec("team-b"), kTenantA},                                // another tenant's queue: 403
+      {Spec("team-a", R"(,"priorityClass":"high")"), kTenantA},  // class not granted: 403
+      {Spec("nope"), kAdmin},                                    // unknown queue: 404
+      {Spec("team-a", R"(,"tasks":-1)"), kTenantA},              // bad field: 400
+      {"{not json", kTenantA},                                   // malformed: 400
+  };
+  for (const auto& [body, token] : refused) {
+    const Reply dry = daemon.Call(verb::post, "/v1/jobs:dryRun", body, token);
+    const Reply submit = daemon.Call(verb::post, "/v1/jobs", body, token);
+    INFO(body);
+    CHECK(dry.status >= 400);
+    CHECK(dry.status == submit.status);
+    CHECK(dry.body == submit.body);
+  }
+  CHECK(daemon.Call(verb::get, "/v1/jobs:dryRun", "", kAdmin).status == 405);
+
+  // Nothing was stored: the same jobs and events, and the next submit gets the next id.
+  CHECK(daemon.Call(verb::get, "/v1/jobs", "", kAdmin).body == jobs_before);
+  CHECK(daemon.Call(verb::get, "/v1/events?after_seq=0&max=1000", "", kAdmin).body ==
+        events_before);
+  const Reply next = daemon.Call(verb::post, "/v1/jobs", Spec("team-a", "", 32), kTenantA);
+  REQUIRE(next.status == 200);
+  CHECK(JobId(next.body) == "7");
+}
+
 TEST_CASE("WithoutOtherJobIds keeps the job's own id and hides every other") {
   using tesserad::WithoutOtherJobIds;
   CHECK(WithoutOtherJobIds("preempted to make room for job 12 (higher priority)", 7) ==

@@ -27,6 +27,7 @@
 #include "tessera/export.h"
 #include "tessera/options.h"
 #include "tessera/status.h"
+#include "tessera/v1/dry_run.pb.h"
 #include "tessera/v1/event.pb.h"
 #include "tessera/v1/job.pb.h"
 #include "tessera/v1/node.pb.h"
@@ -92,6 +93,18 @@ class TESSERA_EXPORT Scheduler {
   // has not recorded it yet: ..."); the scheduler keeps retrying the write, and a cancel
   // repeated after the store recovers answers as for a finished job.
   virtual StatusOr<v1::Job> Cancel(JobId id) = 0;
+
+  // What Submit(spec) would do now, without submitting: the same errors as Submit for a spec it
+  // would refuse, and otherwise whether the job could ever run here and why not, where it would
+  // start now, or else why it would wait (quota, jobs ahead of it in its queue, capacity,
+  // another job's reservation) and when it is expected to start from the reservations and the
+  // time limits of running jobs (unknown when the room it needs is held by jobs without one),
+  // and which running jobs it would preempt. The answer comes from the code that decides
+  // (quotas, placement, preemption's victim rule and guards, reservation planning) and holds
+  // for the cluster as it is now. Nothing is stored or changed: no job id is used, no event
+  // logged, no idempotency key looked up. MIG re-partitioning for the job is not tried.
+  // Errors: as Submit, but for ALREADY_EXISTS (no key is used).
+  virtual StatusOr<v1::DryRunResult> DryRun(const v1::JobSpec& spec) = 0;
 
   // Errors: NOT_FOUND.
   virtual StatusOr<v1::Job> GetJob(JobId id) = 0;

@@ -69,6 +69,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   StatusOr<v1::Job> GetJobByIdempotencyKey(const std::string& idempotency_key,
                                            const std::string& idempotency_scope) override;
   StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) override;
+  StatusOr<v1::DryRunResult> DryRun(const v1::JobSpec& spec) override;
   StatusOr<std::vector<v1::Event>> WatchEvents(uint64_t after_seq, int max_events,
                                                std::chrono::milliseconds wait) override;
   uint64_t WatchEventsAsync(uint64_t after_seq, int max_events, std::chrono::milliseconds wait,

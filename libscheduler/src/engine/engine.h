@@ -41,11 +41,13 @@
 #include "placement/feasibility.h"
 #include "placement/node_index.h"
 #include "placement/placer.h"
+#include "placement/shadow_time.h"
 #include "preemption/preemption_guard.h"
 #include "preemption/preemption_planner.h"
 #include "preemption/victim_eligibility.h"
 #include "tessera/clock.h"
 #include "tessera/options.h"
+#include "tessera/v1/dry_run.pb.h"
 #include "tessera/v1/event.pb.h"
 #include "tessera/v1/job.pb.h"
 #include "tessera/v1/node.pb.h"
@@ -172,7 +174,18 @@ class Engine final : public ExecutorEvents {
   v1::SchedulerStats Stats() const;
   std::shared_ptr<const FeasibilityChecker> feasibility() const { return feasibility_; }
 
+  // --- Dry runs (engine/dry_run_planner.cc).
+  // What would happen now to `job` (a spec the API has validated and admitted, with its
+  // resolved priority class and submit time in its status; no id) were it submitted: asked of
+  // the same quota checks, placement, make-room steps and reservation planning that decide,
+  // and leaving every one of them as it was. Errors: NOT_FOUND (the queue is gone),
+  // FAILED_PRECONDITION (it is not a leaf), as a submit's would be.
+  StatusOr<v1::DryRunResult> DryRun(const v1::Job& job);
+
  private:
+  // The planner behind DryRun, in its own file; it reads engine state and changes none.
+  class DryRunPlanner;
+
   // engine_jobs.cc
   // The exit code recorded for a task that never reported one (lost, or its launch refused).
   static constexpr int kLostExitCode = -1;
@@ -192,6 +205,9 @@ class Engine final : public ExecutorEvents {
   v1::JobStatus BuildStatus(const JobRecord& job) const;
   // Fills `status` (cleared first) with the job's status.
   void FillStatus(const JobRecord& job, v1::JobStatus* status) const;
+  // Sets where task `index` runs in `p` (node, GPUs, share) from its allocation.
+  void DescribePlacement(int32_t index, const TaskAllocation& allocation,
+                         v1::TaskPlacement* p) const;
   // A JOB_STATE_CHANGED event from `from` to the job's current state, serialized now (through a
   // reused message), so that it records the job as it is at this point.
   SerializedEvent MakeEvent(const JobRecord& job, v1::JobState from, std::string_view reason);
@@ -219,6 +235,12 @@ class Engine final : public ExecutorEvents {
   void EndTask(JobRecord& job, PlacedTask& task, int exit_code, std::string failure);
   JobRecord* FindJob(uint64_t id);
   std::optional<std::string> CheckFeasible(const JobRecord& job) const;
+  // The same for a shape whose model ids are those of `models` (a copy of the cluster's with
+  // names only the job knows added).
+  std::optional<std::string> CheckFeasible(const JobRecord& job, const GpuModels& models) const;
+  // Fills `job` from the stored job's spec and status (what AddJob and DryRun both read), all
+  // but its shape, which names models and labels (MakeTaskShape, PlacementTerms::Compile).
+  void FillRecord(const v1::Job& stored, QueueId queue, JobRecord& job) const;
 
   // engine_inventory.cc
   void InventoryUpdated();
@@ -274,6 +296,10 @@ class Engine final : public ExecutorEvents {
   // Tries the jobs in arrived_behind_blocked_ (when no full backfill pass ran).
   void BackfillArrivals();
   void PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result);
+  // Why a job of `leaf` waits when quota `v` (nullopt: the leaf's cap) refuses it.
+  std::string QuotaWaitingReason(QueueId leaf, const std::optional<QuotaViolation>& v) const;
+  // Releases the placed tasks of an elastic job beyond the largest count its size rule allows.
+  void KeepAllowedSize(const JobRecord& job, PlacementResult& result);
 
   // engine_make_room.cc
   // The make-room steps (make_room_step.h), each the door to one way of making room.
@@ -302,6 +328,11 @@ class Engine final : public ExecutorEvents {
   // this long from now when a reservation is planned (and the plan is revisited then).
   static constexpr int64_t kOverdueReplanUs = 5 * 60 * 1'000'000LL;
   void TryReserve(JobRecord& job);
+  // When and on which nodes `job` could start if running tasks end as expected (their time
+  // limit, else default_runtime_estimate after their start), on nodes not held whole for
+  // another job; nullopt when no set of ends makes room. `from_estimates` (may be null) is set
+  // when a task that must end first has no time limit, so the start is a guess.
+  std::optional<ShadowPlan> ShadowStart(const JobRecord& job, bool* from_estimates) const;
   void DropReservation(JobRecord& job);
   // Appends the live tasks on `node` expected to have ended by `by` (ReservationFilter asks).
   void TasksEndingBy(NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) const;
@@ -316,6 +347,26 @@ class Engine final : public ExecutorEvents {
   // borrowed) are preempted. With `reclaim_only`, only a reclaim of the guarantee of the job's
   // queue (or one above it) may make room. Returns true when a plan is under way.
   bool TryPreempt(JobRecord& job, bool reclaim_only = false);
+  // What a search for victims found for a job, before anyone is told to stop.
+  struct VictimSearch {
+    std::optional<PreemptionPlan> plan;                         // its victims point into `victims`.
+    std::unordered_map<uint64_t, std::vector<Victim>> victims;  // by job, as built.
+    std::optional<QueueId> claimant;  // the queue whose guarantee is reclaimed, if any.
+    bool reclaim_only = false;
+    bool searched = false;         // nodes were searched (the cheap checks did not rule it out).
+    TimestampUs retry_at = 0;      // when a guard that refused a victim (or the rate) allows it.
+    bool victim_starting = false;  // a victim was refused only because it has not started yet.
+    int whole_jobs = 0;            // victims of the plan stopped whole (not shrunk).
+  };
+  // The victims the rule allows and the plan that frees room for `job` at least loss, within
+  // the preemption rate; changes nothing but `planner`'s rotation (a copy leaves the engine's
+  // as it was) and `out`.
+  void SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPlanner& planner,
+                     VictimSearch& out);
+  // Why `victim` (its part `v`) gives way to `job`: "to make room for <for_whom> (higher
+  // priority)", as the victim's status says.
+  std::string WhyVictim(const JobRecord& victim, const Victim& v, const JobRecord& job,
+                        const VictimSearch& search, std::string_view for_whom) const;
   // Sets `job` aside until its victims have stopped: it leaves its queue's pending order, and
   // on each of `nodes` the capacity in `held` (same order; what its victims free there) is
   // reserved for it. Once the victims are gone it is placed before any queue is served; if

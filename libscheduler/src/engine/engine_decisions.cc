@@ -156,12 +156,9 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   const ResourceVector per_task = job.shape.RequestVector();
 
   auto over_quota = [&](const std::optional<QuotaViolation>& v) {
-    const QueueId blocker = v ? v->queue : leaf;
     // Every job that waits says why, the ones behind a blocked head included.
-    PublishWaitingReason(job, "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
-                                  (v && !v->cap ? "borrowing limit" : "cap") + " on " +
-                                  ResourceName(v ? v->resource : 0));
-    if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, blocker);
+    PublishWaitingReason(job, QuotaWaitingReason(leaf, v));
+    if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, v ? v->queue : leaf);
     return PlaceAttempt::kOverQuota;
   };
   // Quotas first: caps and borrowing limits along the queue's path.
@@ -192,17 +189,26 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
           KeepWithinQuota(queues_, leaf, placer_, result, min_tasks)) {
     return over_quota(v);
   }
-  // An elastic job starts at the largest count its size rule allows of what was placed (at
-  // least its smallest allowed count, which was the placement's minimum).
-  if (job.elastic) {
-    const int live = job.LiveTasks();
-    const int placed = static_cast<int>(result.tasks.size());
-    const int keep = job.sizes.AtMost(live + placed).value_or(live + placed) - live;
-    for (int i = keep; i < placed; ++i) placer_.Release(result.tasks[i]);
-    result.tasks.resize(keep);
-  }
+  KeepAllowedSize(job, result);
   PlaceResult(leaf, job, std::move(result));
   return PlaceAttempt::kPlaced;
+}
+
+std::string Engine::QuotaWaitingReason(QueueId leaf, const std::optional<QuotaViolation>& v) const {
+  const QueueId blocker = v ? v->queue : leaf;
+  return "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
+         (v && !v->cap ? "borrowing limit" : "cap") + " on " + ResourceName(v ? v->resource : 0);
+}
+
+void Engine::KeepAllowedSize(const JobRecord& job, PlacementResult& result) {
+  // An elastic job starts at the largest count its size rule allows of what was placed (at
+  // least its smallest allowed count, which was the placement's minimum).
+  if (!job.elastic) return;
+  const int live = job.LiveTasks();
+  const int placed = static_cast<int>(result.tasks.size());
+  const int keep = job.sizes.AtMost(live + placed).value_or(live + placed) - live;
+  for (int i = keep; i < placed; ++i) placer_.Release(result.tasks[i]);
+  result.tasks.resize(keep);
 }
 
 void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {

@@ -61,13 +61,18 @@ void Engine::SetState(JobRecord& job, v1::JobState state) {
 }
 
 std::optional<std::string> Engine::CheckFeasible(const JobRecord& job) const {
+  return CheckFeasible(job, cluster_.models());
+}
+
+std::optional<std::string> Engine::CheckFeasible(const JobRecord& job,
+                                                 const GpuModels& models) const {
   if (job.shape.model_overflow) {
     return "the job names more distinct GPU models than the scheduler tracks (" +
            std::to_string(GpuModels::kMaxModels) + ")";
   }
   const int min_tasks = MinTasksToPlace(job);
   return feasibility_->Check(
-      FeasibilityQuery::FromShape(job.shape, cluster_.models(), min_tasks, job.same_node));
+      FeasibilityQuery::FromShape(job.shape, models, min_tasks, job.same_node));
 }
 
 void Engine::AddPending(JobRecord& job) {
@@ -90,33 +95,13 @@ void Engine::RemovePending(JobRecord& job) {
   if (was_blocked && !queues_.IsBlocked(job.queue)) host_.RequestDecisions();
 }
 
-void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
+void Engine::FillRecord(const v1::Job& stored, QueueId queue, JobRecord& job) const {
   const v1::JobSpec& spec = stored.spec();
   const v1::JobStatus& status = stored.status();
-  const std::optional<QueueId> queue = queues_.Find(spec.queue());
-  if (!queue || !queues_.IsLeaf(*queue)) {
-    // Submits check the queue inside the same transaction, so this is a broken invariant; the
-    // job is failed visibly rather than dropped.
-    TESSERA_BUG("job " + std::to_string(stored.id()) + " names queue '" + spec.queue() +
-                "', which is not a leaf queue; failing it");
-    v1::JobStatus failed = status;
-    failed.set_state(v1::FAILED);
-    failed.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
-    failed.set_end_time_us(clock_.NowUs());
-    JobUpdate update;
-    update.job_id = stored.id();
-    update.SetStatus(failed);
-    SendPersist(std::move(update), nullptr);
-    return;
-  }
-
-  JobRecord& job = jobs_[stored.id()];
   job.id = stored.id();
-  job.queue = *queue;
+  job.queue = queue;
   job.key = PendingKey{status.priority(), status.submit_time_us(), stored.id()};
   job.preemptible = status.preemptible();
-  job.shape = MakeTaskShape(spec, cluster_.models());
-  job.shape.terms = PlacementTerms::Compile(spec, cluster_.label_dictionary());
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
   job.elastic = spec.has_elastic() && spec.elastic().max_tasks() > 0;
   if (job.elastic) {
@@ -159,6 +144,34 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   job.attempt = std::max(1, status.attempt());
   job.start_time_us = status.start_time_us();
   job.cancel_requested = status.cancel_requested();
+}
+
+void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
+  const v1::JobSpec& spec = stored.spec();
+  const v1::JobStatus& status = stored.status();
+  const std::optional<QueueId> queue = queues_.Find(spec.queue());
+  if (!queue || !queues_.IsLeaf(*queue)) {
+    // Submits check the queue inside the same transaction, so this is a broken invariant; the
+    // job is failed visibly rather than dropped.
+    TESSERA_BUG("job " + std::to_string(stored.id()) + " names queue '" + spec.queue() +
+                "', which is not a leaf queue; failing it");
+    v1::JobStatus failed = status;
+    failed.set_state(v1::FAILED);
+    failed.set_reason("queue '" + spec.queue() + "' is not a leaf queue");
+    failed.set_end_time_us(clock_.NowUs());
+    JobUpdate update;
+    update.job_id = stored.id();
+    update.SetStatus(failed);
+    SendPersist(std::move(update), nullptr);
+    return;
+  }
+
+  JobRecord& job = jobs_[stored.id()];
+  FillRecord(stored, *queue, job);
+  // Model and label names the cluster does not know yet are added, so that a node that
+  // reports them later can run the job.
+  job.shape = MakeTaskShape(spec, cluster_.models());
+  job.shape.terms = PlacementTerms::Compile(spec, cluster_.label_dictionary());
   job.state = v1::JOB_STATE_UNSPECIFIED;
   SetState(job, status.state());
 
@@ -549,6 +562,18 @@ v1::JobStatus Engine::BuildStatus(const JobRecord& job) const {
   return status;
 }
 
+void Engine::DescribePlacement(int32_t index, const TaskAllocation& allocation,
+                               v1::TaskPlacement* p) const {
+  p->set_index(index);
+  p->set_node(cluster_.node(allocation.node).name());
+  for (uint32_t m = allocation.gpu_mask; m != 0; m &= m - 1) p->add_gpus(__builtin_ctz(m));
+  p->set_gpu_milli(allocation.gpu_milli);
+  p->set_gpu_memory_mib(allocation.gpu_memory_mib);
+  if (allocation.share) {
+    *p->mutable_partition() = DescribeShare(cluster_.node(allocation.node), allocation);
+  }
+}
+
 void Engine::FillStatus(const JobRecord& job, v1::JobStatus* status) const {
   // Cleared, not rebuilt: a reused message keeps its strings and placements for the next job.
   status->Clear();
@@ -569,14 +594,7 @@ void Engine::FillStatus(const JobRecord& job, v1::JobStatus* status) const {
   s.set_reserved_start_us(job.reserved_start_us);
   for (const PlacedTask& t : job.tasks) {
     v1::TaskPlacement* p = s.add_placements();
-    p->set_index(t.index);
-    p->set_node(cluster_.node(t.allocation.node).name());
-    for (uint32_t m = t.allocation.gpu_mask; m != 0; m &= m - 1) p->add_gpus(__builtin_ctz(m));
-    p->set_gpu_milli(t.allocation.gpu_milli);
-    p->set_gpu_memory_mib(t.allocation.gpu_memory_mib);
-    if (t.allocation.share) {
-      *p->mutable_partition() = DescribeShare(cluster_.node(t.allocation.node), t.allocation);
-    }
+    DescribePlacement(t.index, t.allocation, p);
     p->set_started(t.started);
     p->set_exited(t.exited);
     p->set_exit_code(t.exit_code);

@@ -81,11 +81,86 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     ArmPreemptionRetry(job.no_preemption_before_us);
     return false;
   }
+  const auto started = std::chrono::steady_clock::now();
+  VictimSearch search;
+  SearchVictims(job, reclaim_only, preemption_planner_, search);
+  if (search.searched) {
+    statistics_.PreemptionPlanned(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now() - started)
+                                      .count());
+  }
+  std::optional<PreemptionPlan>& plan = search.plan;
+  if (!plan) {
+    // A guard said "not yet": look again when it will say yes, even if nothing else happens,
+    // and not before (each look costs a bounded but real search).
+    if (search.retry_at > now) {
+      job.no_preemption_before_us = search.retry_at;
+      ArmPreemptionRetry(search.retry_at);
+    }
+    // A victim still starting may be stopped once it runs: look again then.
+    if (search.victim_starting) preemption_retry_on_start_ = true;
+    return false;
+  }
+  preemption_guard_.Record(now, search.whole_jobs);
+  WithEarlierShrinkSteps(*plan, search.victims);
+
+  // Carry it out. The job leaves its queue's pending order and waits, with the freed nodes
+  // reserved for it, until the victims' grace periods are over and their tasks are gone; the
+  // jobs behind it may meanwhile make their own room.
+  int64_t grace_us = 0;
+  const std::string for_job = "job " + std::to_string(job.id);
+  std::unordered_map<uint64_t, std::vector<const Victim*>> shrinks;
+  for (const Victim* v : plan->victims) {
+    JobRecord& victim = jobs_.at(v->job);
+    grace_us = std::max(grace_us, victim.grace_ms * 1000);
+    statistics_.LostWork(v->cost.lost_gpu_us);
+    if (v->shrink_only) {
+      shrinks[v->job].push_back(v);
+    } else {
+      statistics_.Preempted();
+      if (v->idle_gpus) statistics_.IdleGpuPreempted();
+      Preempt(victim, "preempted " + WhyVictim(victim, *v, job, search, for_job));
+    }
+  }
+  for (const auto& [victim_id, tasks] : shrinks) {
+    statistics_.Preempted();
+    JobRecord& victim = jobs_.at(victim_id);
+    Shrink(victim, tasks, "shrinking " + WhyVictim(victim, *tasks.front(), job, search, for_job));
+  }
+  // Hold on each node what the victims free there for this job.
+  std::vector<ResourceVector> held(plan->nodes.size());
+  for (const Victim* v : plan->victims) {
+    for (const VictimTask& t : v->tasks) {
+      auto at = std::find(plan->nodes.begin(), plan->nodes.end(), t.allocation.node);
+      if (at != plan->nodes.end()) held[at - plan->nodes.begin()] += t.allocation.Vector();
+    }
+  }
+  AwaitVictims(job, plan->nodes, std::move(held), grace_us,
+               "preempting " + std::to_string(plan->victims.size()) + " victim(s) to make room");
+  return true;
+}
+
+std::string Engine::WhyVictim(const JobRecord& victim, const Victim& v, const JobRecord& job,
+                              const VictimSearch& search, std::string_view for_whom) const {
+  // A lower priority, its queue's borrowing while this one is below its guarantee, or (shrinks
+  // of an equal priority) tasks above its elastic minimum.
+  return "to make room for " + std::string(for_whom) +
+         (v.idle_gpus ? " (its GPUs stayed idle)"
+          : victim.key.priority < job.key.priority && !search.reclaim_only ? " (higher priority)"
+          : search.claimant ? " (queue below its guarantee)"
+                            : " (equal priority; tasks above the elastic minimum give way)");
+}
+
+void Engine::SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPlanner& planner,
+                           VictimSearch& out) {
+  out.reclaim_only = reclaim_only;
+  if (!options_.preemption.enabled || job.awaiting_victims || job.infeasible) return;
+  const TimestampUs now = clock_.NowUs();
   const int min_tasks = MinTasksToPlace(job);
   // Reclaim takes back at most up to the guarantee of the job's queue or of a queue above it,
   // counting what earlier preemptions are already freeing for that queue's subtree.
   const ResourceVector wanted = job.shape.RequestVector() * min_tasks;
-  std::optional<QueueId> claimant;
+  std::optional<QueueId>& claimant = out.claimant;
   if (options_.preemption.reclaim) {
     claimant = queues_.ReclaimingQueue(job.queue, wanted, [this](QueueId q) {
       ResourceVector under;
@@ -96,7 +171,7 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     });
   }
   const bool reclaim = claimant.has_value();
-  if (reclaim_only && !reclaim) return false;
+  if (reclaim_only && !reclaim) return;
   // Before searching nodes: is there any lower-priority job old enough to be a victim? If
   // not, and no reclaim is due and nothing can shrink, there is nothing to find until the
   // oldest of them passes the minimum runtime.
@@ -115,21 +190,17 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     if (first_eligible == 0 || eligible < first_eligible) first_eligible = eligible;
   }
   if (!old_enough_runs && !reclaim && elastic_jobs_.empty() && !idle_gpus_.AnyReclaimable()) {
-    if (first_eligible > now) {
-      job.no_preemption_before_us = first_eligible;
-      ArmPreemptionRetry(first_eligible);
-    }
-    return false;
+    out.retry_at = first_eligible;
+    return;
   }
-  const auto started = std::chrono::steady_clock::now();
+  out.searched = true;
 
   // Victims are built once per plan, on first sight, and shared by every node they touch: a
   // whole job, or each elastic task above its job's minimum (a shrink loses nothing).
-  std::unordered_map<uint64_t, std::vector<Victim>> victims;
+  std::unordered_map<uint64_t, std::vector<Victim>>& victims = out.victims;
   // The planner looks at a bounded number of nodes; room for their jobs avoids rehashing.
-  victims.reserve(preemption_planner_.CandidateBudget(cluster_.size()) * 8);
-  TimestampUs retry_at = 0;      // when a guard that refused a victim will allow it.
-  bool victim_starting = false;  // a victim was refused only because it has not started yet.
+  victims.reserve(planner.CandidateBudget(cluster_.size()) * 8);
+  TimestampUs& retry_at = out.retry_at;  // when a guard that refused a victim will allow it.
   const Preemptor preemptor{job.id, job.queue, job.key.priority, claimant, reclaim_only};
   auto victims_of = [&](uint64_t id) -> const std::vector<Victim>& {
     auto [it, inserted] = victims.try_emplace(id);
@@ -138,7 +209,8 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     const VictimVerdict verdict = victim_eligibility_.Judge(preemptor, VictimFactsOf(v), now);
     if (verdict.extent == VictimVerdict::Extent::kNone) return it->second;
     if (verdict.once_running) {
-      victim_starting = true;
+      // A victim refused only because it has not started yet.
+      out.victim_starting = true;
       return it->second;
     }
     if (!verdict.allowed_now) {
@@ -182,17 +254,17 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     return it->second;
   };
   auto victims_on = [&](NodeIndexId node) {
-    std::vector<const Victim*> out;
-    if (node >= tasks_by_node_.size()) return out;
+    std::vector<const Victim*> found;
+    if (node >= tasks_by_node_.size()) return found;
     for (const auto& [id, index] : tasks_by_node_[node]) {
       for (const Victim& v : victims_of(id)) {
         const bool here = std::any_of(v.tasks.begin(), v.tasks.end(), [node](const VictimTask& t) {
           return t.allocation.node == node;
         });
-        if (here && std::find(out.begin(), out.end(), &v) == out.end()) out.push_back(&v);
+        if (here && std::find(found.begin(), found.end(), &v) == found.end()) found.push_back(&v);
       }
     }
-    return out;
+    return found;
   };
   // A node held whole for a job this one could preempt (or reclaim from) is no shelter: the
   // holder would be a victim itself were it running. Nor is it for a job whose time limit ends
@@ -209,75 +281,13 @@ bool Engine::TryPreempt(JobRecord& job, bool reclaim_only) {
     }
     return true;
   };
-  std::optional<PreemptionPlan> plan =
-      preemption_planner_.Plan(cluster_, job.shape, min_tasks, job.same_node, victims_on, usable);
-  statistics_.PreemptionPlanned(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now() - started)
-                                    .count());
-  int whole = 0;
-  if (plan) {
-    for (const Victim* v : plan->victims) whole += v->shrink_only ? 0 : 1;
-    if (!preemption_guard_.WithinRate(now, whole)) {
-      retry_at = preemption_guard_.RateAllowsAt(now, whole);
-      plan.reset();
-    }
+  out.plan = planner.Plan(cluster_, job.shape, min_tasks, job.same_node, victims_on, usable);
+  if (!out.plan) return;
+  for (const Victim* v : out.plan->victims) out.whole_jobs += v->shrink_only ? 0 : 1;
+  if (!preemption_guard_.WithinRate(now, out.whole_jobs)) {
+    retry_at = preemption_guard_.RateAllowsAt(now, out.whole_jobs);
+    out.plan.reset();
   }
-  if (!plan) {
-    // A guard said "not yet": look again when it will say yes, even if nothing else happens,
-    // and not before (each look costs a bounded but real search).
-    if (retry_at > now) {
-      job.no_preemption_before_us = retry_at;
-      ArmPreemptionRetry(retry_at);
-    }
-    // A victim still starting may be stopped once it runs: look again then.
-    if (victim_starting) preemption_retry_on_start_ = true;
-    return false;
-  }
-  preemption_guard_.Record(now, whole);
-  WithEarlierShrinkSteps(*plan, victims);
-
-  // Carry it out. The job leaves its queue's pending order and waits, with the freed nodes
-  // reserved for it, until the victims' grace periods are over and their tasks are gone; the
-  // jobs behind it may meanwhile make their own room.
-  int64_t grace_us = 0;
-  // Why each victim gives way: a lower priority, its queue's borrowing while this one is below
-  // its guarantee, or (shrinks of an equal priority) tasks above its elastic minimum.
-  auto why = [&](const JobRecord& victim, const Victim& v) {
-    return "to make room for job " + std::to_string(job.id) +
-           (v.idle_gpus                                               ? " (its GPUs stayed idle)"
-            : victim.key.priority < job.key.priority && !reclaim_only ? " (higher priority)"
-            : reclaim ? " (queue below its guarantee)"
-                      : " (equal priority; tasks above the elastic minimum give way)");
-  };
-  std::unordered_map<uint64_t, std::vector<const Victim*>> shrinks;
-  for (const Victim* v : plan->victims) {
-    JobRecord& victim = jobs_.at(v->job);
-    grace_us = std::max(grace_us, victim.grace_ms * 1000);
-    statistics_.LostWork(v->cost.lost_gpu_us);
-    if (v->shrink_only) {
-      shrinks[v->job].push_back(v);
-    } else {
-      statistics_.Preempted();
-      if (v->idle_gpus) statistics_.IdleGpuPreempted();
-      Preempt(victim, "preempted " + why(victim, *v));
-    }
-  }
-  for (const auto& [victim_id, tasks] : shrinks) {
-    statistics_.Preempted();
-    JobRecord& victim = jobs_.at(victim_id);
-    Shrink(victim, tasks, "shrinking " + why(victim, *tasks.front()));
-  }
-  // Hold on each node what the victims free there for this job.
-  std::vector<ResourceVector> held(plan->nodes.size());
-  for (const Victim* v : plan->victims) {
-    for (const VictimTask& t : v->tasks) {
-      auto at = std::find(plan->nodes.begin(), plan->nodes.end(), t.allocation.node);
-      if (at != plan->nodes.end()) held[at - plan->nodes.begin()] += t.allocation.Vector();
-    }
-  }
-  AwaitVictims(job, plan->nodes, std::move(held), grace_us,
-               "preempting " + std::to_string(plan->victims.size()) + " victim(s) to make room");
-  return true;
 }
 
 void Engine::WithEarlierShrinkSteps(

@@ -51,47 +51,8 @@ void Engine::TryReserve(JobRecord& job) {
     holder.reserved_nodes.clear();
   }
   const TimestampUs now = clock_.NowUs();
-  // Tasks in order of expected end. A job past its estimate (it has no time limit) could end at
-  // any moment; it is assumed to end soon, and the plan is revisited then, rather than in the
-  // past (which would re-plan without end). So: the tasks ending by `soon`, then the overdue
-  // ones, then the rest.
-  const TimestampUs soon = now + kOverdueReplanUs;
-  const auto overdue_end = tasks_by_end_.upper_bound({now, UINT64_MAX, INT32_MAX});
-  const auto soon_end = tasks_by_end_.upper_bound({soon, UINT64_MAX, INT32_MAX});
-  struct Range {
-    std::set<TaskEnd>::const_iterator from, to;
-  };
-  const Range ranges[] = {{overdue_end, soon_end},
-                          {tasks_by_end_.begin(), overdue_end},
-                          {soon_end, tasks_by_end_.end()}};
-  size_t range = 0;
-  auto at = ranges[0].from;
-  auto next_to_end = [&]() -> std::optional<RunningTaskEnd> {
-    while (range < std::size(ranges)) {
-      if (at == ranges[range].to) {
-        if (++range < std::size(ranges)) at = ranges[range].from;
-        continue;
-      }
-      const TaskEnd& e = *at++;
-      JobRecord* other = FindJob(e.job);
-      PlacedTask* task = other ? FindTask(*other, TaskRef{e.job, other->attempt, e.task}) : nullptr;
-      if (!task || task->exited) {
-        TESSERA_BUG("task " + std::to_string(e.task) + " of job " + std::to_string(e.job) +
-                    " is indexed by end but not live");
-        continue;
-      }
-      return RunningTaskEnd{task->allocation, std::max(e.end_us, range == 1 ? soon : now)};
-    }
-    return std::nullopt;
-  };
   const uint64_t id = job.id;
-  const TaskShape& shape = job.shape;
-  auto usable = [this, id, &shape](const NodeState& n) {
-    return n.Schedulable() && Admits(shape, n) && !reservations_.HeldWholeForOther(n.id(), id);
-  };
-  const int min_tasks = MinTasksToPlace(job);
-  std::optional<ShadowPlan> plan =
-      PlanShadowStart(cluster_, job.shape, min_tasks, job.same_node, next_to_end, usable, now);
+  std::optional<ShadowPlan> plan = ShadowStart(job, nullptr);
   if (!plan || plan->nodes.empty()) return;
 
   // A re-plan that lands on the same nodes only moves the expected start: no event for that.
@@ -115,6 +76,58 @@ void Engine::TryReserve(JobRecord& job) {
   timers_.Schedule(
       std::max(start, now) + 1'000'000, [this, id, start] { OnReservationDue(id, start); },
       [this, id, start] { return ReservationStillDue(id, start); });
+}
+
+std::optional<ShadowPlan> Engine::ShadowStart(const JobRecord& job, bool* from_estimates) const {
+  if (from_estimates) *from_estimates = false;
+  const TimestampUs now = clock_.NowUs();
+  // Tasks in order of expected end. A job past its estimate (it has no time limit) could end at
+  // any moment; it is assumed to end soon, and the plan is revisited then, rather than in the
+  // past (which would re-plan without end). So: the tasks ending by `soon`, then the overdue
+  // ones, then the rest.
+  const TimestampUs soon = now + kOverdueReplanUs;
+  const auto overdue_end = tasks_by_end_.upper_bound({now, UINT64_MAX, INT32_MAX});
+  const auto soon_end = tasks_by_end_.upper_bound({soon, UINT64_MAX, INT32_MAX});
+  struct Range {
+    std::set<TaskEnd>::const_iterator from, to;
+  };
+  const Range ranges[] = {{overdue_end, soon_end},
+                          {tasks_by_end_.begin(), overdue_end},
+                          {soon_end, tasks_by_end_.end()}};
+  size_t range = 0;
+  auto at = ranges[0].from;
+  auto next_to_end = [&]() -> std::optional<RunningTaskEnd> {
+    while (range < std::size(ranges)) {
+      if (at == ranges[range].to) {
+        if (++range < std::size(ranges)) at = ranges[range].from;
+        continue;
+      }
+      const TaskEnd& e = *at++;
+      const auto other = jobs_.find(e.job);
+      const PlacedTask* task = nullptr;
+      if (other != jobs_.end()) {
+        for (const PlacedTask& t : other->second.tasks) {
+          if (t.index == e.task) task = &t;
+        }
+      }
+      if (!task || task->exited) {
+        TESSERA_BUG("task " + std::to_string(e.task) + " of job " + std::to_string(e.job) +
+                    " is indexed by end but not live");
+        continue;
+      }
+      // Its end is a guess when its job has no time limit.
+      if (from_estimates && other->second.time_limit_us <= 0) *from_estimates = true;
+      return RunningTaskEnd{task->allocation, std::max(e.end_us, range == 1 ? soon : now)};
+    }
+    return std::nullopt;
+  };
+  const uint64_t id = job.id;
+  const TaskShape& shape = job.shape;
+  auto usable = [this, id, &shape](const NodeState& n) {
+    return n.Schedulable() && Admits(shape, n) && !reservations_.HeldWholeForOther(n.id(), id);
+  };
+  return PlanShadowStart(cluster_, job.shape, MinTasksToPlace(job), job.same_node, next_to_end,
+                         usable, now);
 }
 
 void Engine::TasksEndingBy(NodeIndexId node, TimestampUs by,
