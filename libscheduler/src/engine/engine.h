@@ -287,11 +287,12 @@ class Engine final : public ExecutorEvents {
     PlacementResult result;    // the last placement tried.
     bool room_coming = false;  // a step took charge: the job waits aside for room being made.
   };
-  // Places `job` (between `min_tasks` and `allowed` tasks); where it does not fit, asks the
-  // make-room steps in order until it is placed or a step takes charge. Steps that serve only
-  // some attempts run only for those (MakeRoomReach).
-  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed,
-                                      MakeRoomAttempt attempt);
+  // Places `job` (between `min_tasks` and `allowed` tasks of `shape`: the job's, or the job's
+  // narrowed to the GPU models its quotas admit); where it does not fit, asks the make-room
+  // steps in order until it is placed or a step takes charge. Steps that serve only some
+  // attempts run only for those (MakeRoomReach).
+  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, const TaskShape& shape, int min_tasks,
+                                      int allowed, MakeRoomAttempt attempt);
 
   // engine_reservations.cc
   // Reserves nodes for the pass's reservation candidate, which did not fit, if a slot is free
@@ -434,7 +435,7 @@ class Engine final : public ExecutorEvents {
   // next preemptible job to reach RUNNING asks for another look.
   bool preemption_retry_on_start_ = false;
   // Per queue: what jobs waiting for their victims will take once they are gone.
-  std::unordered_map<QueueId, ResourceVector> incoming_;
+  std::unordered_map<QueueId, ResourceCharge> incoming_;
   bool paused_ = false;
   // Updates the store refused (disk full, I/O error): retried in order, with decisions paused
   // until they are durable, so nothing the engine did is lost.

@@ -158,8 +158,10 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   auto over_quota = [&](const std::optional<QuotaViolation>& v) {
     const QueueId blocker = v ? v->queue : leaf;
     // Every job that waits says why, the ones behind a blocked head included.
+    const bool per_model = v && v->model >= 0;
     PublishWaitingReason(job, "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
                                   (v && !v->cap ? "borrowing limit" : "cap") + " on " +
+                                  (per_model ? cluster_.models().Name(v->model) + " " : "") +
                                   ResourceName(v ? v->resource : 0));
     if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, blocker);
     return PlaceAttempt::kOverQuota;
@@ -167,13 +169,23 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   // Quotas first: caps and borrowing limits along the queue's path.
   const int allowed = queues_.TasksWithinQuota(leaf, per_task, max_tasks);
   if (allowed < min_tasks) return over_quota(queues_.CheckQuota(leaf, per_task * min_tasks));
+  // And per GPU model: the job is placed only on models whose quotas admit its minimum.
+  const ModelsInQuota in_quota =
+      ModelsWithinQuota(queues_, cluster_.models(), leaf, job.shape, min_tasks);
+  if (in_quota.narrowed && in_quota.models == 0) return over_quota(in_quota.refusal);
+  std::optional<TaskShape> narrowed;
+  if (in_quota.narrowed) {
+    narrowed = job.shape;
+    narrowed->models = in_quota.models;
+  }
 
   // Nodes reserved for another job are open to this one only if it ends before they are needed.
   reservation_filter_->SetPlacing(job.id, job.EndsByIfStartedAt(clock_.NowUs()));
   // Where it does not fit, the make-room steps try in order (engine_make_room.cc); the queue's
   // head gets every step, other attempts only those that stop nobody (and reclaim, behind a
   // head no step could serve).
-  PlacementAfterSteps placement = PlaceMakingRoom(job, min_tasks, allowed, attempt);
+  PlacementAfterSteps placement =
+      PlaceMakingRoom(job, narrowed ? *narrowed : job.shape, min_tasks, allowed, attempt);
   // A job that preempts (or drains) waits aside, with the freed room held for it; the next job
   // of its queue may then try, so the queue is not blocked.
   if (placement.room_coming) return PlaceAttempt::kDoesNotFit;
@@ -189,7 +201,7 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   }
   // Charged what the chosen GPUs give, which the check above could only bound from below.
   if (std::optional<QuotaViolation> v =
-          KeepWithinQuota(queues_, leaf, placer_, result, min_tasks)) {
+          KeepWithinQuota(queues_, cluster_, leaf, placer_, result, min_tasks)) {
     return over_quota(v);
   }
   // An elastic job starts at the largest count its size rule allows of what was placed (at
@@ -217,7 +229,7 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   statistics_.Placed(backfilled);
   if (reservations_.Find(job.id)) DropReservation(job);
   const TimestampUs now = clock_.NowUs();
-  ResourceVector delta;
+  ResourceCharge delta;
   // A placement's tasks get consecutive indices.
   const int32_t first_task = job.next_task_index;
   const int32_t placed = static_cast<int32_t>(result.tasks.size());
@@ -230,11 +242,12 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
     task.allocation = a;
     IndexTask(job, task);
     job.tasks.push_back(task);
-    delta += a.Vector();
+    delta += ChargeOf(cluster_, a);
   }
   FinishWaitingForVictims(job);
-  queues_.AddAllocation(leaf, delta, now);
-  job.allocated += delta;
+  queues_.AddAllocation(leaf, delta.resources, now, delta.gpus_by_model);
+  job.allocated += delta.resources;
+  job.allocated_by_model += delta.gpus_by_model;
   // An elastic job starts with what fits (at least its minimum) and grows later through the
   // elastic policy; other jobs keep their remaining required tasks pending.
   if (job.elastic || job.PlacedTasks() >= job.wanted_tasks) RemovePending(job);
