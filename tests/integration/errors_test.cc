@@ -224,8 +224,6 @@ TEST_CASE("errors: queue administration") {
   models.mutable_gpu_models(1)->set_borrowing_limit_gpu_milli(-2);
   CHECK(s->CreateQueue(models).message() ==
         "gpu_models[1].borrowing_limit_gpu_milli: must be >= 0, got -2");
-  models.mutable_gpu_models(1)->clear_borrowing_limit_gpu_milli();
-  CHECK(s->CreateQueue(models).ok());
   v1::QueueSpec limit = QueueSpec("limit");
   limit.mutable_borrowing_limit()->set_cpu_milli(-1);
   CHECK(s->CreateQueue(limit).message().rfind("borrowing_limit.cpu_milli", 0) == 0);

@@ -13,8 +13,8 @@ constexpr int64_t kSecond = 1'000'000;
 // One node of 4 H100s ("h100-0") and one of 4 T4s ("t4-0").
 v1::SimulatedCluster MixedCluster() {
   v1::SimulatedCluster cluster;
-  AddGroup(cluster, "h100-", 1, 4, "H100-80GB");
-  AddGroup(cluster, "t4-", 1, 4, "T4");
+  AddGroup(cluster, "h100", 1, 4, "H100-80GB");
+  AddGroup(cluster, "t4", 1, 4, "T4");
   return cluster;
 }
 
@@ -101,9 +101,17 @@ TEST_CASE("gpu model quotas: reclaim takes back an H100 for a queue owed H100s, 
   Scheduler* s = t.scheduler.get();
   CreateQueue(s, WithModelQuota(QueueSpec("owed"), "H100-80GB", 2000));
   CreateQueue(s, QueueSpec("borrower"));
+  // The T4 work started later: it would lose the least if stopped, so without the rule it is
+  // what a reclaim would take.
   std::map<uint64_t, std::string> borrowed;  // job -> node
-  for (int i = 0; i < 8; ++i) borrowed[MustSubmit(s, EitherModel("borrower")).id()] = "";
-  t->WaitIdle();
+  for (const char* model : {"H100-80GB", "T4"}) {
+    for (int i = 0; i < 4; ++i) {
+      borrowed[MustSubmit(s, JobSpecBuilder("borrower").Gpus(1).GpuModel(model).Build()).id()] = "";
+    }
+    t->WaitIdle();
+    t.clock->AdvanceUs(600 * kSecond);
+    t->WaitIdle();
+  }
   REQUIRE(CountStates(s, "borrower")[v1::RUNNING] == 8);
   for (auto& [id, node] : borrowed) node = NodeOf(s, id);
 
