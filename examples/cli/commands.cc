@@ -136,6 +136,24 @@ void PrintQueues(const std::vector<v1::Queue>& queues) {
                   share.str()});
   }
   table.Print(std::cout);
+  // GPUs by model, for the queues that hold some or have a quota per model.
+  Table models({"QUEUE", "GPU MODEL", "GPU", "OF", "MODEL SHARE", "PRICE"});
+  bool any = false;
+  for (const v1::Queue& queue : queues) {
+    for (const v1::GpuModelUsage& m : queue.status().gpu_models()) {
+      std::ostringstream model_share, price;
+      model_share.precision(3);
+      model_share << m.share();
+      price << m.weight();
+      models.AddRow({queue.spec().name(), m.model(), Gpus(m.allocated_gpu_milli()),
+                     Gpus(m.capacity_gpu_milli()), model_share.str(), price.str()});
+      any = true;
+    }
+  }
+  if (any) {
+    std::cout << '\n';
+    models.Print(std::cout);
+  }
 }
 
 void PrintNodes(const std::vector<v1::Node>& nodes) {

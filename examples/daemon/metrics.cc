@@ -169,6 +169,37 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
     }
   }
 
+  w.Header("tessera_queue_weighted_gpu_share", "gauge",
+           "Price of the GPUs a queue's subtree holds over the price of every GPU "
+           "(fair_share.gpu_model_weights).");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      w.Sample("tessera_queue_weighted_gpu_share", {{"queue", q.spec().name()}},
+               q.status().weighted_gpu_share());
+    }
+  }
+  w.Header("tessera_queue_gpu_model_allocated_milli", "gauge",
+           "Milli-GPUs of one model held by a queue's subtree.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      for (const auto& m : q.status().gpu_models()) {
+        w.Sample("tessera_queue_gpu_model_allocated_milli",
+                 {{"queue", q.spec().name()}, {"model", m.model()}},
+                 static_cast<double>(m.allocated_gpu_milli()));
+      }
+    }
+  }
+  w.Header("tessera_queue_gpu_model_share", "gauge",
+           "Share of the cluster's GPUs of one model held by a queue's subtree.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      for (const auto& m : q.status().gpu_models()) {
+        w.Sample("tessera_queue_gpu_model_share",
+                 {{"queue", q.spec().name()}, {"model", m.model()}}, m.share());
+      }
+    }
+  }
+
   auto backends = scheduler.ListBackends();
   w.Header("tessera_backend_healthy", "gauge",
            "1 while the backend answers; 0 once a call failed, hung or returned bad bytes.");

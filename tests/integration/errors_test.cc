@@ -200,6 +200,30 @@ TEST_CASE("errors: queue administration") {
   Status below = s->CreateQueue(capped);
   CHECK(below.code() == StatusCode::kInvalidArgument);
   CHECK(below.message().rfind("cap.gpu_milli: 2000 is below guarantee.gpu_milli", 0) == 0);
+  v1::QueueSpec models = QueueSpec("models");
+  v1::GpuModelQuota* h100 = models.add_gpu_models();
+  h100->set_model("H100-80GB");
+  h100->set_guarantee_gpu_milli(2000);
+  h100->set_cap_gpu_milli(1000);
+  CHECK(s->CreateQueue(models).message() ==
+        "gpu_models[0].cap_gpu_milli: 1000 is below gpu_models[0].guarantee_gpu_milli (2000)");
+  h100->set_cap_gpu_milli(4000);
+  models.mutable_cap()->set_gpu_milli(1000);
+  CHECK(s->CreateQueue(models).message() ==
+        "gpu_models[0].guarantee_gpu_milli: 2000 is above cap.gpu_milli (1000)");
+  models.clear_cap();
+  *models.add_gpu_models() = *h100;
+  CHECK(s->CreateQueue(models).message() == "gpu_models[1].model: 'H100-80GB' is listed twice");
+  models.mutable_gpu_models(1)->set_model("");
+  CHECK(s->CreateQueue(models).message() == "gpu_models[1].model: must not be empty");
+  models.mutable_gpu_models(1)->set_model("T4");
+  models.mutable_gpu_models(1)->set_guarantee_gpu_milli(-1);
+  CHECK(s->CreateQueue(models).message() ==
+        "gpu_models[1].guarantee_gpu_milli: must be >= 0, got -1");
+  models.mutable_gpu_models(1)->set_guarantee_gpu_milli(0);
+  models.mutable_gpu_models(1)->set_borrowing_limit_gpu_milli(-2);
+  CHECK(s->CreateQueue(models).message() ==
+        "gpu_models[1].borrowing_limit_gpu_milli: must be >= 0, got -2");
   v1::QueueSpec limit = QueueSpec("limit");
   limit.mutable_borrowing_limit()->set_cpu_milli(-1);
   CHECK(s->CreateQueue(limit).message().rfind("borrowing_limit.cpu_milli", 0) == 0);

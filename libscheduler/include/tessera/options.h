@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,6 +86,14 @@ struct RetentionOptions {
   bool enabled() const { return finished_job_ttl.count() > 0 || max_finished_jobs > 0; }
 };
 
+// The built-in price of one GPU of each known model in fair share, relative to an A100-80GB
+// (1.0): half its dense FP16/BF16 tensor throughput over the A100's (312 TFLOP/s), half its
+// memory over 80 GB, rounded to the nearest 0.05. H100-80GB 2.1, H100-94GB 1.95, H200-141GB
+// 2.45, A100-40GB 0.75, L40S 0.9, L40 0.6, A10 0.35, L4 0.35, V100-32GB 0.4, V100-16GB 0.3,
+// T4 0.2 (the last three also under their "Tesla-" device names, "Tesla-T4",
+// "Tesla-V100-SXM2-16GB"). A model not listed weighs 1.
+TESSERA_EXPORT std::map<std::string, double> DefaultGpuModelWeights();
+
 struct FairShareOptions {
   // Half-life of the usage that orders queues. Zero orders queues by what they hold now (pure
   // DRF). A positive half-life adds their decayed past usage ("fair share with memory"), so a
@@ -95,6 +104,14 @@ struct FairShareOptions {
   // How often decayed usage is folded into the queue order when usage_half_life > 0. Shorter is
   // more exact and costs O(queues log queues) each time.
   std::chrono::milliseconds usage_refresh{1000};
+
+  // The price of one GPU of each model (by the model name nodes report, "H100-80GB"): a queue's
+  // share of GPUs is the price of the GPUs it holds over the price of every GPU in the cluster,
+  // so an H100-hour counts for more than a T4-hour in its dominant share and in its decayed
+  // usage. Guarantees, borrowing limits and caps stay in physical milli-GPUs. A model not
+  // listed weighs 1; on a cluster of one GPU model the prices change nothing. Each weight is in
+  // (0, 1000] and is kept to a thousandth. Empty: every model weighs 1.
+  std::map<std::string, double> gpu_model_weights = DefaultGpuModelWeights();
 };
 
 // A task shape the cluster expects to run, and how often: the workload that

@@ -71,6 +71,42 @@ Status ValidateLimits(const v1::ResourceLimits& l, const std::string& field) {
 
 Status ValidateGpuForm(const v1::TaskResources& t);
 
+// QueueSpec.gpu_models: one entry per model, amounts >= 0, a cap not below the guarantee, and no
+// model guaranteed more than the cap on any model allows.
+Status ValidateGpuModelQuotas(const v1::QueueSpec& spec) {
+  std::set<std::string> seen;
+  for (int i = 0; i < spec.gpu_models_size(); ++i) {
+    const v1::GpuModelQuota& m = spec.gpu_models(i);
+    const std::string field = "gpu_models[" + Num(i) + "].";
+    if (m.model().empty()) return Invalid(field + "model", "must not be empty");
+    if (!seen.insert(m.model()).second) {
+      return Invalid(field + "model", "'" + m.model() + "' is listed twice");
+    }
+    if (m.guarantee_gpu_milli() < 0) {
+      return Invalid(field + "guarantee_gpu_milli",
+                     "must be >= 0, got " + Num(m.guarantee_gpu_milli()));
+    }
+    if (m.has_borrowing_limit_gpu_milli() && m.borrowing_limit_gpu_milli() < 0) {
+      return Invalid(field + "borrowing_limit_gpu_milli",
+                     "must be >= 0, got " + Num(m.borrowing_limit_gpu_milli()));
+    }
+    if (m.has_cap_gpu_milli() && m.cap_gpu_milli() < 0) {
+      return Invalid(field + "cap_gpu_milli", "must be >= 0, got " + Num(m.cap_gpu_milli()));
+    }
+    if (m.has_cap_gpu_milli() && m.cap_gpu_milli() < m.guarantee_gpu_milli()) {
+      return Invalid(field + "cap_gpu_milli", Num(m.cap_gpu_milli()) + " is below " + field +
+                                                  "guarantee_gpu_milli (" +
+                                                  Num(m.guarantee_gpu_milli()) + ")");
+    }
+    if (spec.cap().has_gpu_milli() && m.guarantee_gpu_milli() > spec.cap().gpu_milli()) {
+      return Invalid(field + "guarantee_gpu_milli", Num(m.guarantee_gpu_milli()) +
+                                                        " is above cap.gpu_milli (" +
+                                                        Num(spec.cap().gpu_milli()) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateTask(const v1::JobSpec& spec) {
   const v1::TaskResources& t = spec.task();
   TESSERA_RETURN_IF_ERROR(Between(t.cpu_milli(), 1, kMaxCpuMilli, "task.cpu_milli"));
@@ -318,6 +354,7 @@ Status ValidateQueueSpec(const v1::QueueSpec& spec) {
     TESSERA_RETURN_IF_ERROR(
         Between(idle.warning_s(), 0, kMaxIdleGpuSeconds, "idle_gpus.warning_s"));
   }
+  TESSERA_RETURN_IF_ERROR(ValidateGpuModelQuotas(spec));
   const ResourceVector guarantee = ResourceVector::FromProto(spec.guarantee());
   const ResourceVector cap = ResourceVector::FromLimits(spec.cap());
   for (int r = 0; r < kNumResources; ++r) {
@@ -356,6 +393,13 @@ Status ValidateOptions(const Options& options) {
   if (options.fair_share.usage_refresh.count() <= 0) {
     return Invalid("fair_share.usage_refresh", "must be > 0");
   }
+  for (const auto& [model, weight] : options.fair_share.gpu_model_weights) {
+    const std::string field = "fair_share.gpu_model_weights[" + model + "]";
+    if (model.empty()) return Invalid("fair_share.gpu_model_weights", "a model name is empty");
+    if (!std::isfinite(weight) || weight < 0.001 || weight > 1000) {
+      return Invalid(field, "must be a number in [0.001, 1000], got " + std::to_string(weight));
+    }
+  }
   if (options.engine.decision_slice.count() <= 0) {
     return Invalid("engine.decision_slice", "must be > 0");
   }
@@ -390,6 +434,26 @@ StatusOr<PriorityClass> ResolvePriorityClass(const Options& options, const std::
     known += (known.empty() ? "" : ", ") + c.name;
   }
   return Invalid("priority_class", "unknown class '" + wanted + "' (known: " + known + ")");
+}
+
+std::map<std::string, double> DefaultGpuModelWeights() {
+  return {
+      {"A100-40GB", 0.75},
+      {"A100-80GB", 1.0},
+      {"H100-80GB", 2.1},
+      {"H100-94GB", 1.95},
+      {"H200-141GB", 2.45},
+      {"L40S", 0.9},
+      {"L40", 0.6},
+      {"A10", 0.35},
+      {"L4", 0.35},
+      {"V100-32GB", 0.4},
+      {"Tesla-V100-SXM2-32GB", 0.4},
+      {"V100-16GB", 0.3},
+      {"Tesla-V100-SXM2-16GB", 0.3},
+      {"T4", 0.2},
+      {"Tesla-T4", 0.2},
+  };
 }
 
 std::vector<PriorityClass> DefaultPriorityClasses() {

@@ -57,6 +57,17 @@ Status ValidateEngine(const v1::EngineConfig& e) {
   return AtLeast(e.default_runtime_estimate_s(), 1, "engine.default_runtime_estimate_s");
 }
 
+Status ValidateGpuModelWeights(const v1::FairShareConfig& f) {
+  for (const auto& [model, weight] : f.gpu_model_weights()) {
+    if (model.empty()) return Invalid("fair_share.gpu_model_weights", "a model name is empty");
+    if (!std::isfinite(weight) || weight < 0.001 || weight > 1000) {
+      return Invalid("fair_share.gpu_model_weights[" + model + "]",
+                     "must be a number in [0.001, 1000], got " + std::to_string(weight));
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidatePlacement(const v1::PlacementConfig& p) {
   for (int i = 0; i < p.expected_tasks_size(); ++i) {
     const v1::ExpectedTaskConfig& t = p.expected_tasks(i);
@@ -318,6 +329,7 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   v1::FairShareConfig* fair = c->mutable_fair_share();
   if (!fair->has_usage_refresh_ms())
     fair->set_usage_refresh_ms(static_cast<int64_t>(defaults.fair_share.usage_refresh.count()));
+  if (!fair->has_builtin_gpu_model_weights()) fair->set_builtin_gpu_model_weights(true);
 
   v1::PlacementConfig* placement = c->mutable_placement();
   if (placement->strategy() == v1::PLACEMENT_STRATEGY_UNSPECIFIED) {
@@ -476,6 +488,10 @@ Options MapOptions(const v1::DaemonConfig& c) {
 
   o.fair_share.usage_half_life = std::chrono::seconds(c.fair_share().usage_half_life_s());
   o.fair_share.usage_refresh = std::chrono::milliseconds(c.fair_share().usage_refresh_ms());
+  if (!c.fair_share().builtin_gpu_model_weights()) o.fair_share.gpu_model_weights.clear();
+  for (const auto& [model, weight] : c.fair_share().gpu_model_weights()) {
+    o.fair_share.gpu_model_weights[model] = weight;
+  }
 
   o.placement.strategy = ToStrategy(c.placement().strategy());
   for (const v1::ExpectedTaskConfig& t : c.placement().expected_tasks()) {
@@ -537,6 +553,7 @@ Status ValidateDaemonConfig(const v1::DaemonConfig& config) {
       AtLeast(c.fair_share().usage_half_life_s(), 0, "fair_share.usage_half_life_s"));
   TESSERA_RETURN_IF_ERROR(
       AtLeast(c.fair_share().usage_refresh_ms(), 1, "fair_share.usage_refresh_ms"));
+  TESSERA_RETURN_IF_ERROR(ValidateGpuModelWeights(c.fair_share()));
   TESSERA_RETURN_IF_ERROR(ValidatePlacement(c.placement()));
   TESSERA_RETURN_IF_ERROR(ValidatePreemption(c.preemption()));
   TESSERA_RETURN_IF_ERROR(ValidateGpuHealth(c.gpu_health()));

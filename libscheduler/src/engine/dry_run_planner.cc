@@ -91,22 +91,22 @@ class Engine::DryRunPlanner {
       attempt = MakeRoomAttempt::kOther;
     }
 
-    // Quotas first, as TryPlace: caps and borrowing limits along the queue's path.
+    // Quotas first, as TryPlace: caps and borrowing limits along the queue's path, and per
+    // GPU model.
     const int min_tasks = MinTasksToPlace(job_);
-    const ResourceVector per_task = job_.shape.RequestVector();
-    const int allowed = e_.queues_.TasksWithinQuota(leaf_, per_task, job_.wanted_tasks);
-    if (allowed < min_tasks) {
-      return Wait(v1::DryRunResult::QUOTA,
-                  e_.QuotaWaitingReason(leaf_, e_.queues_.CheckQuota(leaf_, per_task * min_tasks)));
+    const QuotaRoom quota = e_.RoomWithinQuota(leaf_, job_, min_tasks, job_.wanted_tasks);
+    if (quota.refused) {
+      return Wait(v1::DryRunResult::QUOTA, e_.QuotaWaitingReason(leaf_, quota.violation));
     }
 
     e_.reservation_filter_->SetPlacing(job_.id, job_.EndsByIfStartedAt(now_));
-    PlacementResult result = e_.placer_.Place(job_.shape, min_tasks, allowed, job_.same_node);
+    PlacementResult result = e_.placer_.Place(quota.narrowed ? *quota.narrowed : job_.shape,
+                                              min_tasks, quota.allowed, job_.same_node);
     e_.reservation_filter_->SetPlacing(0, std::nullopt);
     if (result.placed()) {
       // KeepWithinQuota releases what it does not keep; the rest is released below.
       if (std::optional<QuotaViolation> v =
-              KeepWithinQuota(e_.queues_, leaf_, e_.placer_, result, min_tasks)) {
+              KeepWithinQuota(e_.queues_, e_.cluster_, leaf_, e_.placer_, result, min_tasks)) {
         return Wait(v1::DryRunResult::QUOTA, e_.QuotaWaitingReason(leaf_, v));
       }
       e_.KeepAllowedSize(job_, result);

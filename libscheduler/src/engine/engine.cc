@@ -31,7 +31,8 @@ Engine::Engine(const Options& options, const Clock& clock, EngineHost& host)
               EngineFilters(reservations_, &reservation_filter_)),
       queues_(
           std::chrono::duration_cast<std::chrono::microseconds>(options.fair_share.usage_half_life)
-              .count()),
+              .count(),
+          &cluster_.models(), options.fair_share.gpu_model_weights),
       feasibility_(std::make_shared<FeasibilityChecker>()) {
   paused_ = options.engine.start_paused;
   make_room_steps_ = DefaultMakeRoomSteps();

@@ -298,6 +298,18 @@ class Engine final : public ExecutorEvents {
   void PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result);
   // Why a job of `leaf` waits when quota `v` (nullopt: the leaf's cap) refuses it.
   std::string QuotaWaitingReason(QueueId leaf, const std::optional<QuotaViolation>& v) const;
+  // What the quotas along `leaf`'s path let `job` place now, before the placer runs (TryPlace
+  // and dry runs both ask): at most `allowed` tasks (up to `max_tasks`), on `job.shape` or, when
+  // per-model quotas admit its minimum on some of its models only, on `narrowed`; or `refused`,
+  // with the violation that refuses it.
+  struct QuotaRoom {
+    bool refused = false;
+    std::optional<QuotaViolation> violation;
+    int allowed = 0;
+    std::optional<TaskShape> narrowed;
+  };
+  QuotaRoom RoomWithinQuota(QueueId leaf, const JobRecord& job, int min_tasks,
+                            int max_tasks) const;
   // Releases the placed tasks of an elastic job beyond the largest count its size rule allows.
   void KeepAllowedSize(const JobRecord& job, PlacementResult& result);
 
@@ -313,11 +325,12 @@ class Engine final : public ExecutorEvents {
     PlacementResult result;    // the last placement tried.
     bool room_coming = false;  // a step took charge: the job waits aside for room being made.
   };
-  // Places `job` (between `min_tasks` and `allowed` tasks); where it does not fit, asks the
-  // make-room steps in order until it is placed or a step takes charge. Steps that serve only
-  // some attempts run only for those (MakeRoomReach).
-  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed,
-                                      MakeRoomAttempt attempt);
+  // Places `job` (between `min_tasks` and `allowed` tasks of `shape`: the job's, or the job's
+  // narrowed to the GPU models its quotas admit); where it does not fit, asks the make-room
+  // steps in order until it is placed or a step takes charge. Steps that serve only some
+  // attempts run only for those (MakeRoomReach).
+  PlacementAfterSteps PlaceMakingRoom(JobRecord& job, const TaskShape& shape, int min_tasks,
+                                      int allowed, MakeRoomAttempt attempt);
 
   // engine_reservations.cc
   // Reserves nodes for the pass's reservation candidate, which did not fit, if a slot is free
@@ -485,7 +498,7 @@ class Engine final : public ExecutorEvents {
   // next preemptible job to reach RUNNING asks for another look.
   bool preemption_retry_on_start_ = false;
   // Per queue: what jobs waiting for their victims will take once they are gone.
-  std::unordered_map<QueueId, ResourceVector> incoming_;
+  std::unordered_map<QueueId, ResourceCharge> incoming_;
   bool paused_ = false;
   // Updates the store refused (disk full, I/O error): retried in order, with decisions paused
   // until they are durable, so nothing the engine did is lost.

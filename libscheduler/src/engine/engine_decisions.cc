@@ -153,7 +153,6 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   const bool on_failure_block_and_reserve = attempt == MakeRoomAttempt::kQueueHead;
   const int min_tasks = MinTasksToPlace(job);
   const int max_tasks = job.wanted_tasks - job.PlacedTasks();
-  const ResourceVector per_task = job.shape.RequestVector();
 
   auto over_quota = [&](const std::optional<QuotaViolation>& v) {
     // Every job that waits says why, the ones behind a blocked head included.
@@ -161,16 +160,19 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
     if (on_failure_block_and_reserve) queues_.BlockOnQuota(leaf, v ? v->queue : leaf);
     return PlaceAttempt::kOverQuota;
   };
-  // Quotas first: caps and borrowing limits along the queue's path.
-  const int allowed = queues_.TasksWithinQuota(leaf, per_task, max_tasks);
-  if (allowed < min_tasks) return over_quota(queues_.CheckQuota(leaf, per_task * min_tasks));
+  // Quotas first: caps and borrowing limits along the queue's path, and per GPU model.
+  const QuotaRoom quota = RoomWithinQuota(leaf, job, min_tasks, max_tasks);
+  if (quota.refused) return over_quota(quota.violation);
+  const int allowed = quota.allowed;
+  const std::optional<TaskShape>& narrowed = quota.narrowed;
 
   // Nodes reserved for another job are open to this one only if it ends before they are needed.
   reservation_filter_->SetPlacing(job.id, job.EndsByIfStartedAt(clock_.NowUs()));
   // Where it does not fit, the make-room steps try in order (engine_make_room.cc); the queue's
   // head gets every step, other attempts only those that stop nobody (and reclaim, behind a
   // head no step could serve).
-  PlacementAfterSteps placement = PlaceMakingRoom(job, min_tasks, allowed, attempt);
+  PlacementAfterSteps placement =
+      PlaceMakingRoom(job, narrowed ? *narrowed : job.shape, min_tasks, allowed, attempt);
   // A job that preempts (or drains) waits aside, with the freed room held for it; the next job
   // of its queue may then try, so the queue is not blocked.
   if (placement.room_coming) return PlaceAttempt::kDoesNotFit;
@@ -186,7 +188,7 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   }
   // Charged what the chosen GPUs give, which the check above could only bound from below.
   if (std::optional<QuotaViolation> v =
-          KeepWithinQuota(queues_, leaf, placer_, result, min_tasks)) {
+          KeepWithinQuota(queues_, cluster_, leaf, placer_, result, min_tasks)) {
     return over_quota(v);
   }
   KeepAllowedSize(job, result);
@@ -194,10 +196,38 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
   return PlaceAttempt::kPlaced;
 }
 
+Engine::QuotaRoom Engine::RoomWithinQuota(QueueId leaf, const JobRecord& job, int min_tasks,
+                                          int max_tasks) const {
+  QuotaRoom room;
+  const ResourceVector per_task = job.shape.RequestVector();
+  room.allowed = queues_.TasksWithinQuota(leaf, per_task, max_tasks);
+  if (room.allowed < min_tasks) {
+    room.refused = true;
+    room.violation = queues_.CheckQuota(leaf, per_task * min_tasks);
+    return room;
+  }
+  // Per GPU model: the job is placed only on models whose quotas admit its minimum.
+  const ModelsInQuota in_quota =
+      ModelsWithinQuota(queues_, cluster_.models(), leaf, job.shape, min_tasks);
+  if (in_quota.narrowed && in_quota.models == 0) {
+    room.refused = true;
+    room.violation = in_quota.refusal;
+    return room;
+  }
+  if (in_quota.narrowed) {
+    room.narrowed = job.shape;
+    room.narrowed->models = in_quota.models;
+  }
+  return room;
+}
+
 std::string Engine::QuotaWaitingReason(QueueId leaf, const std::optional<QuotaViolation>& v) const {
   const QueueId blocker = v ? v->queue : leaf;
+  const bool per_model = v && v->model >= 0;
   return "waiting for quota: queue '" + queues_.Name(blocker) + "' " +
-         (v && !v->cap ? "borrowing limit" : "cap") + " on " + ResourceName(v ? v->resource : 0);
+         (v && !v->cap ? "borrowing limit" : "cap") + " on " +
+         (per_model ? cluster_.models().Name(v->model) + " " : "") +
+         ResourceName(v ? v->resource : 0);
 }
 
 void Engine::KeepAllowedSize(const JobRecord& job, PlacementResult& result) {
@@ -223,7 +253,7 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   statistics_.Placed(backfilled);
   if (reservations_.Find(job.id)) DropReservation(job);
   const TimestampUs now = clock_.NowUs();
-  ResourceVector delta;
+  ResourceCharge delta;
   // A placement's tasks get consecutive indices.
   const int32_t first_task = job.next_task_index;
   const int32_t placed = static_cast<int32_t>(result.tasks.size());
@@ -236,11 +266,12 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
     task.allocation = a;
     IndexTask(job, task);
     job.tasks.push_back(task);
-    delta += a.Vector();
+    delta += ChargeOf(cluster_, a);
   }
   FinishWaitingForVictims(job);
-  queues_.AddAllocation(leaf, delta, now);
-  job.allocated += delta;
+  queues_.AddAllocation(leaf, delta.resources, now, delta.gpus_by_model);
+  job.allocated += delta.resources;
+  job.allocated_by_model += delta.gpus_by_model;
   // An elastic job starts with what fits (at least its minimum) and grows later through the
   // elastic policy; other jobs keep their remaining required tasks pending.
   if (job.elastic || job.PlacedTasks() >= job.wanted_tasks) RemovePending(job);

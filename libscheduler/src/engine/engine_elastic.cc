@@ -35,9 +35,19 @@ void Engine::GrowElastic() {
       if (!next) continue;
       const int step = *next - before;
       if (queues_.TasksWithinQuota(job->queue, job->shape.RequestVector(), step) < step) continue;
+      const ModelsInQuota in_quota =
+          ModelsWithinQuota(queues_, cluster_.models(), job->queue, job->shape, step);
+      if (in_quota.narrowed && in_quota.models == 0) continue;
+      std::optional<TaskShape> narrowed;
+      if (in_quota.narrowed) {
+        narrowed = job->shape;
+        narrowed->models = in_quota.models;
+      }
       reservation_filter_->SetPlacing(job->id, std::nullopt);
-      PlacementResult result = placer_.Place(job->shape, step, step, job->same_node);
-      if (!result.placed() || KeepWithinQuota(queues_, job->queue, placer_, result, step)) {
+      PlacementResult result =
+          placer_.Place(narrowed ? *narrowed : job->shape, step, step, job->same_node);
+      if (!result.placed() ||
+          KeepWithinQuota(queues_, cluster_, job->queue, placer_, result, step)) {
         continue;
       }
       PlaceResult(job->queue, *job, std::move(result));

@@ -301,7 +301,7 @@ std::vector<v1::Node> Engine::Nodes() const {
 }
 
 void Engine::InventoryUpdated() {
-  queues_.SetCapacity(cluster_.capacity());
+  queues_.SetCapacity(cluster_.capacity(), cluster_.capacity_by_model());
   feasibility_ = std::make_shared<FeasibilityChecker>(cluster_);
   host_.InventoryChanged(feasibility_);
   // Jobs that no node could run may fit the new inventory.

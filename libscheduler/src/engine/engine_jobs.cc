@@ -3,6 +3,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/quota_charge.h"
 #include "model/gpu_partition.h"
 #include "model/job_source.h"
 #include "model/placement_terms.h"
@@ -206,8 +207,10 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
       if (all_alive) {
         placer_.Apply(t.allocation);
         IndexTask(job, t);
-        queues_.AddAllocation(job.queue, t.allocation.Vector(), clock_.NowUs());
-        job.allocated += t.allocation.Vector();
+        const ResourceCharge charge = ChargeOf(cluster_, t.allocation);
+        queues_.AddAllocation(job.queue, charge.resources, clock_.NowUs(), charge.gpus_by_model);
+        job.allocated += charge.resources;
+        job.allocated_by_model += charge.gpus_by_model;
       }
       // Tasks found alive of a job that is requeued are stopped by StopSupersededTasks.
     }
@@ -316,9 +319,10 @@ void Engine::ReleaseTask(JobRecord& job, PlacedTask& task) {
   task.exited = true;
   UnindexTask(job.id, task);
   placer_.Release(task.allocation);
-  const ResourceVector held = task.allocation.Vector();
-  queues_.SubtractAllocation(job.queue, held, clock_.NowUs());
-  job.allocated -= held;
+  const ResourceCharge held = ChargeOf(cluster_, task.allocation);
+  queues_.SubtractAllocation(job.queue, held.resources, clock_.NowUs(), held.gpus_by_model);
+  job.allocated -= held.resources;
+  job.allocated_by_model -= held.gpus_by_model;
   capacity_freed_ = true;
   host_.RequestDecisions();
 }

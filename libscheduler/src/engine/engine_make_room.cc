@@ -93,16 +93,17 @@ std::vector<std::unique_ptr<MakeRoomStep>> Engine::DefaultMakeRoomSteps() {
   return steps;
 }
 
-Engine::PlacementAfterSteps Engine::PlaceMakingRoom(JobRecord& job, int min_tasks, int allowed,
+Engine::PlacementAfterSteps Engine::PlaceMakingRoom(JobRecord& job, const TaskShape& shape,
+                                                    int min_tasks, int allowed,
                                                     MakeRoomAttempt attempt) {
   PlacementAfterSteps out;
-  out.result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
+  out.result = placer_.Place(shape, min_tasks, allowed, job.same_node);
   for (const std::unique_ptr<MakeRoomStep>& step : make_room_steps_) {
     if (out.result.placed()) break;
     if (!Serves(step->reach(), attempt)) continue;
     const MakeRoomOutcome outcome = step->MakeRoom(job, min_tasks, attempt);
     if (outcome == MakeRoomOutcome::kPlaceAgain) {
-      out.result = placer_.Place(job.shape, min_tasks, allowed, job.same_node);
+      out.result = placer_.Place(shape, min_tasks, allowed, job.same_node);
     } else if (outcome == MakeRoomOutcome::kRoomComing) {
       out.room_coming = true;
       break;

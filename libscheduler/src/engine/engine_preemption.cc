@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "engine/engine.h"
+#include "engine/quota_charge.h"
 
 namespace tessera {
 
@@ -69,6 +70,7 @@ VictimFacts Engine::VictimFactsOf(const JobRecord& job) const {
   facts.started_us = job.start_time_us;
   facts.preempted_us = job.preempted_at_us;
   facts.allocated = &job.allocated;
+  facts.gpus_by_model = &job.allocated_by_model;
   return facts;
 }
 
@@ -157,19 +159,30 @@ void Engine::SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPl
   if (!options_.preemption.enabled || job.awaiting_victims || job.infeasible) return;
   const TimestampUs now = clock_.NowUs();
   const int min_tasks = MinTasksToPlace(job);
+  // Room is made only on GPU models the job may use and its queues' per-model quotas admit.
+  ModelMask models = job.shape.models == 0 ? kEveryModel : job.shape.models;
+  if (const ModelsInQuota in_quota =
+          ModelsWithinQuota(queues_, cluster_.models(), job.queue, job.shape, min_tasks);
+      in_quota.narrowed) {
+    models = in_quota.models;
+  }
+  if (models == 0) return;
   // Reclaim takes back at most up to the guarantee of the job's queue or of a queue above it,
-  // counting what earlier preemptions are already freeing for that queue's subtree.
+  // counting what earlier preemptions are already freeing for that queue's subtree, and only
+  // on the models that guarantee covers.
   const ResourceVector wanted = job.shape.RequestVector() * min_tasks;
-  std::optional<QueueId>& claimant = out.claimant;
+  std::optional<ReclaimClaim> claim;
   if (options_.preemption.reclaim) {
-    claimant = queues_.ReclaimingQueue(job.queue, wanted, [this](QueueId q) {
-      ResourceVector under;
+    claim = queues_.ReclaimingQueue(job.queue, wanted, models, [this](QueueId q) {
+      ResourceCharge under;
       for (const auto& [leaf, amount] : incoming_) {
         if (queues_.IsWithin(leaf, q)) under += amount;
       }
       return under;
     });
   }
+  out.claimant = claim ? std::optional<QueueId>(claim->queue) : std::nullopt;
+  const std::optional<QueueId>& claimant = out.claimant;
   const bool reclaim = claimant.has_value();
   if (reclaim_only && !reclaim) return;
   // Before searching nodes: is there any lower-priority job old enough to be a victim? If
@@ -201,7 +214,8 @@ void Engine::SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPl
   // The planner looks at a bounded number of nodes; room for their jobs avoids rehashing.
   victims.reserve(planner.CandidateBudget(cluster_.size()) * 8);
   TimestampUs& retry_at = out.retry_at;  // when a guard that refused a victim will allow it.
-  const Preemptor preemptor{job.id, job.queue, job.key.priority, claimant, reclaim_only};
+  const Preemptor preemptor{job.id,   job.queue,    job.key.priority,
+                            claimant, reclaim_only, claim ? claim->models : kEveryModel};
   auto victims_of = [&](uint64_t id) -> const std::vector<Victim>& {
     auto [it, inserted] = victims.try_emplace(id);
     if (!inserted) return it->second;
@@ -273,6 +287,9 @@ void Engine::SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPl
   auto usable = [&](const NodeState& n) {
     // Only nodes the preemptor may run on: stopping victims elsewhere frees nothing it can use.
     if (!n.Schedulable() || !Admits(job.shape, n)) return false;
+    if (job.shape.needs_gpu() && models != kEveryModel && ((models >> n.model()) & 1u) == 0) {
+      return false;
+    }
     for (const Reservation* r : reservations_.On(n.id())) {
       if (r->whole_nodes() && r->job != job.id && !(ends_by && *ends_by <= r->start_us) &&
           !ReservationYields(jobs_.at(r->job), job, claimant)) {
@@ -341,7 +358,15 @@ void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
   const int min_tasks = MinTasksToPlace(job);
   RemovePending(job);
   job.awaiting_victims = true;
-  job.awaited = job.shape.RequestVector() * min_tasks;
+  job.awaited = ResourceCharge();
+  job.awaited.resources = job.shape.RequestVector() * min_tasks;
+  // Its GPUs will be on the models of the nodes where its victims free them.
+  int64_t gpus_left = job.awaited.resources.gpu_milli();
+  for (size_t i = 0; i < nodes.size() && gpus_left > 0; ++i) {
+    const int64_t here = std::min(gpus_left, held[i].gpu_milli());
+    job.awaited.gpus_by_model.Add(cluster_.node(nodes[i]).model(), here);
+    gpus_left -= here;
+  }
   incoming_[job.queue] += job.awaited;
   reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held), job.shape});
   job.reserved_start_us = now + grace_us;
@@ -363,7 +388,7 @@ void Engine::FinishWaitingForVictims(JobRecord& job) {
     it->second -= job.awaited;
     if (it->second.IsZero()) incoming_.erase(it);
   }
-  job.awaited = ResourceVector();
+  job.awaited = ResourceCharge();
 }
 
 void Engine::ArmPreemptionRetry(TimestampUs at) {

@@ -13,6 +13,7 @@
 #include "fairshare/pending_key.h"
 #include "fairshare/queue_tree.h"
 #include "model/elastic_sizes.h"
+#include "model/gpu_model_amounts.h"
 #include "model/node_state.h"
 #include "model/resource_vector.h"
 #include "model/task_shape.h"
@@ -75,7 +76,8 @@ struct JobRecord {
   TimestampUs end_time_us = 0;
   int32_t next_task_index = 0;
   std::vector<PlacedTask> tasks;
-  ResourceVector allocated;  // sum of the allocations of tasks that have not exited.
+  ResourceVector allocated;            // sum of the allocations of tasks that have not exited.
+  GpuModelAmounts allocated_by_model;  // the GPUs of `allocated`, by the model of their node.
 
   bool in_pending = false;  // in its queue's pending set.
   bool infeasible = false;
@@ -85,7 +87,7 @@ struct JobRecord {
   bool awaiting_victims = false;  // this job preempted others and waits for their tasks to go.
   // While awaiting_victims: what it counts in Engine::incoming_ for its queue, taken back
   // exactly when it stops waiting (its minimum to place changes once it has placed tasks).
-  ResourceVector awaited;
+  ResourceCharge awaited;
   // `reason` was published to the host (Engine::PublishWaitingReason), not stored.
   bool reason_published = false;
   int32_t preemptions = 0;

@@ -6,6 +6,7 @@
 // efficiency and strategy-proofness.
 #pragma once
 
+#include "model/gpu_model_amounts.h"
 #include "model/resource_vector.h"
 
 namespace tessera {
@@ -31,6 +32,20 @@ inline double GuaranteeShare(const ResourceVector& allocation, const ResourceVec
   for (int r = 0; r < kNumResources; ++r) {
     if (guarantee[r] <= 0) continue;
     double s = static_cast<double>(allocation[r]) / static_cast<double>(guarantee[r]);
+    if (s > share) share = s;
+  }
+  return share < 0 ? 1.0 : share;
+}
+
+// The same with guarantees per GPU model beside those for any model: the max runs over both.
+inline double GuaranteeShare(const ResourceVector& allocation, const ResourceVector& guarantee,
+                             const GpuModelAmounts& allocation_by_model,
+                             const GpuModelAmounts& guarantee_by_model) {
+  if (guarantee_by_model.empty()) return GuaranteeShare(allocation, guarantee);
+  double share = guarantee.IsZero() ? -1.0 : GuaranteeShare(allocation, guarantee);
+  for (const auto& [model, guaranteed] : guarantee_by_model.entries()) {
+    const double s =
+        static_cast<double>(allocation_by_model.Get(model)) / static_cast<double>(guaranteed);
     if (s > share) share = s;
   }
   return share < 0 ? 1.0 : share;

@@ -7,7 +7,8 @@
 namespace tessera {
 
 DrfSorter::Key DrfSorter::ComputeKey(ClientId id, const Client& c) const {
-  double guarantee_share = GuaranteeShare(c.allocated, c.guarantee);
+  double guarantee_share =
+      GuaranteeShare(c.allocated, c.guarantee, c.allocated_by_model, c.guarantee_by_model);
   if (guarantee_share < 1.0) return {0, guarantee_share, id};
   return {1, DominantShare(c.usage, capacity_, c.weight), id};
 }
@@ -47,16 +48,20 @@ void DrfSorter::UpdateWeight(ClientId id, double weight) {
   Rekey(id, c);
 }
 
-void DrfSorter::UpdateGuarantee(ClientId id, const ResourceVector& guarantee) {
+void DrfSorter::UpdateGuarantee(ClientId id, const ResourceVector& guarantee,
+                                const GpuModelAmounts& by_model) {
   Client& c = clients_.at(id);
   c.guarantee = guarantee;
+  c.guarantee_by_model = by_model;
   Rekey(id, c);
 }
 
 void DrfSorter::UpdateAllocation(ClientId id, const ResourceVector& allocated,
-                                 const ResourceVector& usage) {
+                                 const ResourceVector& usage,
+                                 const GpuModelAmounts& allocated_by_model) {
   Client& c = clients_.at(id);
   c.allocated = allocated;
+  if (!c.guarantee_by_model.empty()) c.allocated_by_model = allocated_by_model;
   c.usage = usage;
   Rekey(id, c);
 }

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/gpu_model_amounts.h"
 #include "model/resource_vector.h"
 
 namespace tessera {
@@ -29,10 +30,14 @@ class DrfSorter {
   void Add(ClientId id, double weight);
   void Remove(ClientId id);
   void UpdateWeight(ClientId id, double weight);
-  void UpdateGuarantee(ClientId id, const ResourceVector& guarantee);
-  // `allocated` is what the client holds now; `usage` is what orders it among clients above
-  // their guarantee (the same vector, or a decayed equivalent).
-  void UpdateAllocation(ClientId id, const ResourceVector& allocated, const ResourceVector& usage);
+  // `by_model`: guarantees per GPU model beside those in `guarantee` (which count any model).
+  void UpdateGuarantee(ClientId id, const ResourceVector& guarantee,
+                       const GpuModelAmounts& by_model = {});
+  // `allocated` is what the client holds now (`allocated_by_model` its GPUs by model, read only
+  // for a client with guarantees per model); `usage` is what orders it among clients above
+  // their guarantee (the same vector, or a decayed equivalent, its GPUs possibly priced).
+  void UpdateAllocation(ClientId id, const ResourceVector& allocated, const ResourceVector& usage,
+                        const GpuModelAmounts& allocated_by_model = {});
 
   void Activate(ClientId id);
   void Deactivate(ClientId id);
@@ -67,7 +72,9 @@ class DrfSorter {
   struct Client {
     double weight = 1.0;
     ResourceVector guarantee;
+    GpuModelAmounts guarantee_by_model;
     ResourceVector allocated;
+    GpuModelAmounts allocated_by_model;  // kept only while guarantee_by_model is not empty.
     ResourceVector usage;
     bool active = false;
     Key key{};

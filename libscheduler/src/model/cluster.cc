@@ -206,6 +206,7 @@ StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
   nodes_[id].set_labels(
       std::make_shared<const NodeLabels>(MakeNodeLabels(spec, label_dictionary_)));
   capacity_ += nodes_[id].Capacity();
+  capacity_by_model_.Add(nodes_[id].model(), nodes_[id].Capacity().gpu_milli());
   return id;
 }
 
@@ -213,6 +214,7 @@ void Cluster::RemoveNode(NodeIndexId id) {
   NodeState& n = nodes_[id];
   if (!n.present()) return;
   capacity_ -= n.Capacity();
+  capacity_by_model_.Add(n.model(), -n.Capacity().gpu_milli());
   n.set_present(false);
   free_slots_.insert(id);
 }

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/gpu_model_amounts.h"
 #include "model/gpu_models.h"
 #include "model/node_labels.h"
 #include "model/node_state.h"
@@ -57,6 +58,8 @@ class Cluster {
 
   // Sum of the capacity of present nodes.
   const ResourceVector& capacity() const { return capacity_; }
+  // The GPUs of that capacity by model.
+  const GpuModelAmounts& capacity_by_model() const { return capacity_by_model_; }
 
  private:
   std::vector<NodeState> nodes_;
@@ -67,6 +70,7 @@ class Cluster {
   GpuModels models_;
   LabelDictionary label_dictionary_;
   ResourceVector capacity_;
+  GpuModelAmounts capacity_by_model_;
 };
 
 // Checks a node spec: name, positive capacities, at most 32 GPUs, one GPU model per node,

@@ -9,9 +9,15 @@ VictimVerdict VictimEligibility::Judge(const Preemptor& preemptor, const VictimF
       !victim.preemptible) {
     return verdict;
   }
+  static const GpuModelAmounts kNoGpus;
+  const GpuModelAmounts& by_model = victim.gpus_by_model ? *victim.gpus_by_model : kNoGpus;
+  bool claimed_models = true;
+  for (const auto& [model, milli] : by_model.entries()) {
+    if (((preemptor.claimed_models >> model) & 1u) == 0) claimed_models = false;
+  }
   const bool by_reclaim =
-      preemptor.claimant &&
-      queues_.MayReclaimFrom(victim.queue, *preemptor.claimant, *victim.allocated);
+      preemptor.claimant && claimed_models &&
+      queues_.MayReclaimFrom(victim.queue, *preemptor.claimant, *victim.allocated, by_model);
   if (victim.elastic && victim.live_tasks > victim.gang_min &&
       victim.priority <= preemptor.priority && (!preemptor.reclaim_only || by_reclaim)) {
     verdict.extent = VictimVerdict::Extent::kShrink;
@@ -19,7 +25,7 @@ VictimVerdict VictimEligibility::Judge(const Preemptor& preemptor, const VictimF
     const bool by_priority =
         !preemptor.reclaim_only && victim.priority < preemptor.priority &&
         (victim.queue == preemptor.queue ||
-         queues_.MayReclaimFrom(victim.queue, preemptor.queue, *victim.allocated));
+         queues_.MayReclaimFrom(victim.queue, preemptor.queue, *victim.allocated, by_model));
     const bool by_idle_gpus =
         !by_priority && !by_reclaim && victim.idle_reclaimable && !preemptor.reclaim_only;
     if (!by_priority && !by_reclaim && !by_idle_gpus) return verdict;

@@ -12,6 +12,7 @@
 //     within its guarantee would be reclaimed at once, and the two queues would take turns
 //     preempting each other for ever); or when the preemptor's queue (or one above it)
 //     reclaims its guarantee and the victim's queue holds what it has beyond its own.
+//     A reclaim stops only jobs whose GPUs are all of models the claimant's guarantee covers.
 //   - a job whose GPUs stayed idle under a reclaiming policy (QueueSpec.idle_gpus) gives way
 //     whole to any preemptor, of any priority and queue: its room is wasted where it is. Not
 //     to a preemptor that may only reclaim a guarantee, unless the reclaim allows it anyway.
@@ -50,6 +51,8 @@ struct VictimFacts {
   TimestampUs started_us = 0;
   TimestampUs preempted_us = 0;               // 0: never preempted.
   const ResourceVector* allocated = nullptr;  // what it holds (required).
+  // Its GPUs by the model of their node; null: holds none by model (as if of no model).
+  const GpuModelAmounts* gpus_by_model = nullptr;
 };
 
 // The job that needs room.
@@ -62,6 +65,9 @@ struct Preemptor {
   // Only the reclaim may make room: no victim gives way for priority alone (the preemptor is
   // not its queue's head; see MakeRoomAttempt::kBehindHeadReclaim).
   bool reclaim_only = false;
+  // The GPU models the claimant's guarantee covers (ReclaimClaim::models): a job holding GPUs
+  // of another model is not stopped for the reclaim (a queue owed H100s takes back no T4).
+  ModelMask claimed_models = kEveryModel;
 };
 
 struct VictimVerdict {

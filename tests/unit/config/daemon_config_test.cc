@@ -137,6 +137,33 @@ TEST_CASE("daemon config: an explicit zero is kept, not replaced by the default"
   CHECK(classes->priority_classes(0).preemptible());
 }
 
+TEST_CASE("daemon config: GPU model prices replace the built-in ones, or stand alone") {
+  StatusOr<v1::DaemonConfig> defaults = LoadYaml("");
+  REQUIRE(defaults.ok());
+  StatusOr<Options> builtin = ToOptions(*defaults);
+  REQUIRE(builtin.ok());
+  CHECK(builtin->fair_share.gpu_model_weights == DefaultGpuModelWeights());
+  CHECK(builtin->fair_share.gpu_model_weights.at("H100-80GB") == 2.1);
+
+  StatusOr<v1::DaemonConfig> merged =
+      LoadYaml("fair_share: {gpu_model_weights: {H100-80GB: 3, MI300X: 2.5}}
+");
+  REQUIRE(merged.ok());
+  StatusOr<Options> options = ToOptions(*merged);
+  REQUIRE(options.ok());
+  CHECK(options->fair_share.gpu_model_weights.at("H100-80GB") == 3);
+  CHECK(options->fair_share.gpu_model_weights.at("MI300X") == 2.5);
+  CHECK(options->fair_share.gpu_model_weights.at("T4") == 0.2);  // built in, kept.
+
+  StatusOr<v1::DaemonConfig> alone = LoadYaml(
+      "fair_share: {builtin_gpu_model_weights: false, gpu_model_weights: {H100-80GB: 3}}
+");
+  REQUIRE(alone.ok());
+  options = ToOptions(*alone);
+  REQUIRE(options.ok());
+  CHECK(options->fair_share.gpu_model_weights == std::map<std::string, double>{{"H100-80GB", 3}});
+}
+
 TEST_CASE("daemon config: store.retention maps onto Options::retention") {
   StatusOr<v1::DaemonConfig> config =
       LoadYaml("store: {retention: {finished_job_ttl_s: 86400, max_finished_jobs: 100000}}\n");
@@ -317,6 +344,11 @@ TEST_CASE("daemon config: bad values are refused naming the field") {
         "fair_share.usage_half_life_s: must be >= 0, got -1");
   CHECK(Refusal("fair_share: {usage_refresh_ms: 0}") ==
         "fair_share.usage_refresh_ms: must be > 0, got 0");
+  CHECK(Refusal("fair_share: {gpu_model_weights: {T4: 0}}") ==
+        "fair_share.gpu_model_weights[T4]: must be a number in [0.001, 1000], got 0.000000");
+  CHECK(Refusal("fair_share: {gpu_model_weights: {H100-80GB: 5000}}") ==
+        "fair_share.gpu_model_weights[H100-80GB]: must be a number in [0.001, 1000], got "
+        "5000.000000");
   CHECK(Refusal("placement: {expected_tasks: [{gpu_count: 1, gpu_milli: 1500}]}") ==
         "placement.expected_tasks[0].gpu_milli: must be in 1..1000, got 1500");
   CHECK(Refusal("placement: {expected_tasks: [{gpu_count: -1}]}") ==

@@ -15,7 +15,8 @@
 //   strategy-proofness    inflating a demand can at best pick up the last crumbs of a full
 //                         resource: the liar gains at most two tasks, and only rarely.
 // The last tests run the same checks against allocators that are not DRF and expect them to
-// fail, so the checks are known to have teeth.
+// fail, so the checks are known to have teeth. At the end, the same properties on instances
+// with several GPU models at different prices, allocated by the queue tree itself.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <set>
 
 #include "fairshare/drf.h"
+#include "fairshare/queue_tree.h"
 #include "unit/fairshare/progressive_filling.h"
 
 namespace tessera {
@@ -212,6 +214,196 @@ std::vector<int> BiggestDemandFirst(const Instance& in) {
 TEST_CASE("drf properties: the strategy-proofness check catches a manipulable allocator") {
   const LieOutcome manipulable = LieTrials(2000, BiggestDemandFirst);
   CHECK((manipulable.max_gain > 2 || manipulable.gains > 2000 / 100));
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Weighted multi-model instances: cpu and memory, and GPUs of two or three models, each with
+// its own capacity and price (fair_share.gpu_model_weights, 0.25..3). Each user's tasks need
+// cpu, memory and GPUs of one model. The allocation is the queue tree's own (one leaf per
+// user), so the order is that of priced GPUs: the GPU term of a share is the price of the GPUs
+// held over the price of every GPU.
+//
+// Which properties hold, and in which view. Pareto efficiency is exact. Envy-freeness holds up
+// to one task as above (a user can only use the bundle of a user on its own model). Sharing
+// incentive holds in the priced view, the one DRF sees, for almost every user, not for all: a
+// user gets at least one task fewer than it could run alone on its weighted slice of the cpu,
+// the memory and the *priced* GPU capacity (its slice of that price buys slice / price GPUs of
+// its model), except for about 1 user in 700, who ends a few tasks shorter (measured: 11 of
+// 8,110 users, the worst 9.8% short of its slice; the check bounds them at 1 in 500 and 15%).
+// This is measured, not proven:
+// users of other models grow in other price steps, and their last tasks can take more of the
+// resource that blocks the user than one of its own tasks. And it holds only for users whose
+// model still has GPUs left at the end, not for those whose
+// model's GPUs ran out: prices pool the GPUs of every model into one resource, so a user on a
+// model that others contend for may get less than its slice of that model's GPUs while the
+// pool as a whole is not full (a cheap-cpu user's H100s weigh little against the T4s in the
+// pool). That is the trade every priced GPU resource makes (Slurm's TRES billing); guarantees
+// per model are the tool that protects a queue's share of one model.
+struct ModelUser {
+  ResourceVector task;  // gpu_milli: GPUs of `model`.
+  int model = 0;
+  double weight = 1;
+};
+
+struct ModelInstance {
+  ResourceVector host;         // cpu and memory capacity (gpu unused).
+  std::vector<int64_t> gpus;   // capacity of each model, milli-GPUs.
+  std::vector<double> prices;  // of each model.
+  std::vector<ModelUser> users;
+};
+
+ModelInstance RandomModelInstance(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> models_dist(2, 3);
+  std::uniform_int_distribution<int> users_dist(2, 5);
+  std::uniform_int_distribution<int64_t> capacity_dist(400, 1000);
+  std::uniform_int_distribution<int64_t> demand_dist(1, 20);
+  std::uniform_int_distribution<int> weight_dist(1, 4);
+  std::uniform_int_distribution<int> price_dist(1, 12);  // quarters: 0.25 .. 3.
+  ModelInstance in;
+  in.host = {capacity_dist(rng), capacity_dist(rng), 0, 0};
+  const int models = models_dist(rng);
+  for (int m = 0; m < models; ++m) {
+    in.gpus.push_back(capacity_dist(rng));
+    in.prices.push_back(price_dist(rng) / 4.0);
+  }
+  const int n = users_dist(rng);
+  for (int i = 0; i < n; ++i) {
+    ModelUser u;
+    u.model = static_cast<int>(rng() % models);
+    u.task = {demand_dist(rng) - 1, demand_dist(rng) - 1, demand_dist(rng), 0};
+    u.weight = weight_dist(rng);
+    in.users.push_back(u);
+  }
+  return in;
+}
+
+struct ModelFill {
+  std::vector<int> tasks;
+  ResourceVector host_used;
+  std::vector<int64_t> gpus_used;
+};
+
+bool FitsOne(const ModelInstance& in, const ModelFill& f, const ModelUser& u) {
+  return f.host_used[0] + u.task[0] <= in.host[0] && f.host_used[1] + u.task[1] <= in.host[1] &&
+         f.gpus_used[u.model] + u.task[2] <= in.gpus[u.model];
+}
+
+// Progressive filling through a QueueTree priced by the instance's prices.
+ModelFill FillByModel(const ModelInstance& in) {
+  GpuModels models;
+  std::map<std::string, double> prices;
+  GpuModelAmounts capacity;
+  int64_t total_gpus = 0;
+  for (size_t m = 0; m < in.gpus.size(); ++m) {
+    const std::string name = "model-" + std::to_string(m);
+    REQUIRE(*models.Intern(name) == static_cast<int>(m));
+    prices[name] = in.prices[m];
+    capacity.Add(static_cast<int>(m), in.gpus[m]);
+    total_gpus += in.gpus[m];
+  }
+  QueueTree tree(0, &models, prices);
+  tree.SetCapacity({in.host[0], in.host[1], total_gpus, 0}, capacity);
+  std::vector<QueueId> leaves;
+  for (size_t i = 0; i < in.users.size(); ++i) {
+    v1::QueueSpec spec;
+    spec.set_name("u" + std::to_string(i));
+    spec.set_weight(in.users[i].weight);
+    leaves.push_back(*tree.Create(spec));
+    tree.AddPending(leaves.back(), PendingKey{0, 0, i + 1});
+  }
+  ModelFill f{std::vector<int>(in.users.size(), 0), {}, std::vector<int64_t>(in.gpus.size(), 0)};
+  while (std::optional<QueueId> leaf = tree.PickLeaf()) {
+    const size_t i = std::find(leaves.begin(), leaves.end(), *leaf) - leaves.begin();
+    const ModelUser& u = in.users[i];
+    if (!FitsOne(in, f, u)) {
+      tree.BlockOnCapacity(*leaf);
+      continue;
+    }
+    GpuModelAmounts by_model;
+    by_model.Add(u.model, u.task[2]);
+    tree.AddAllocation(*leaf, u.task, 0, by_model);
+    f.host_used += ResourceVector{u.task[0], u.task[1], 0, 0};
+    f.gpus_used[u.model] += u.task[2];
+    ++f.tasks[i];
+  }
+  return f;
+}
+
+TEST_CASE(
+    "drf properties, priced GPU models: Pareto efficiency, envy-freeness and sharing incentive "
+    "in the priced view on 3000 random instances") {
+  std::mt19937_64 rng(20260619);
+  int pool_ran_out = 0;
+  int sharing_checked = 0;
+  int short_users = 0;     // more than one task short of their priced slice.
+  double worst_short = 0;  // the largest such shortfall, as a fraction of the slice.
+  for (int n = 0; n < 3000; ++n) {
+    const ModelInstance in = RandomModelInstance(rng);
+    const ModelFill f = FillByModel(in);
+    double total_weight = 0;
+    double priced_capacity = 0;
+    for (const ModelUser& u : in.users) total_weight += u.weight;
+    for (size_t m = 0; m < in.gpus.size(); ++m) priced_capacity += in.prices[m] * in.gpus[m];
+    for (size_t i = 0; i < in.users.size(); ++i) {
+      const ModelUser& u = in.users[i];
+      CHECK_MESSAGE(!FitsOne(in, f, u), "Pareto, instance " << n);
+      // Sharing incentive in the priced view.
+      const double slice = u.weight / total_weight;
+      int64_t alone = std::min(
+          u.task[0] > 0 ? static_cast<int64_t>(in.host[0] * slice) / u.task[0] : INT64_MAX,
+          u.task[1] > 0 ? static_cast<int64_t>(in.host[1] * slice) / u.task[1] : INT64_MAX);
+      alone = std::min(
+          alone, static_cast<int64_t>(priced_capacity * slice / in.prices[u.model]) / u.task[2]);
+      const bool model_full = f.gpus_used[u.model] + u.task[2] > in.gpus[u.model];
+      if (model_full) {
+        ++pool_ran_out;
+      } else {
+        ++sharing_checked;
+        if (f.tasks[i] < alone - 1) {
+          ++short_users;
+          worst_short = std::max(worst_short, 1.0 - (f.tasks[i] + 1.0) / alone);
+        }
+      }
+      // Envy-freeness, up to one task, against users of the same model.
+      for (size_t j = 0; j < in.users.size(); ++j) {
+        if (j == i || f.tasks[j] == 0 || in.users[j].model != u.model) continue;
+        const double ratio = u.weight / in.users[j].weight;
+        const ResourceVector bundle = Scaled(in.users[j].task * (f.tasks[j] - 1), ratio);
+        const int64_t tolerance = static_cast<int64_t>(std::ceil(ratio));
+        CHECK_MESSAGE(TasksIn(bundle, u.task) <= f.tasks[i] + tolerance, "envy, instance " << n);
+      }
+    }
+  }
+  // The exception is not the rule: most users end with GPUs of their model left over.
+  CHECK(sharing_checked > 2 * pool_ran_out);
+  MESSAGE("priced sharing incentive: " << short_users << " of " << sharing_checked
+                                       << " users more than one task short, the worst by "
+                                       << worst_short * 100 << "%");
+  CHECK(short_users * 500 < sharing_checked);
+  CHECK(worst_short <= 0.15);
+}
+
+TEST_CASE("drf properties, priced GPU models: inflating a demand buys at most crumbs, rarely") {
+  std::mt19937_64 rng(778);
+  std::uniform_int_distribution<int64_t> inflate(1, 10);
+  int gains = 0;
+  int max_gain = 0;
+  for (int n = 0; n < 2000; ++n) {
+    const ModelInstance in = RandomModelInstance(rng);
+    const size_t liar = n % in.users.size();
+    ModelInstance lie = in;
+    lie.users[liar].task[n % 3] += inflate(rng);
+    const int gain = FillByModel(lie).tasks[liar] - FillByModel(in).tasks[liar];
+    if (gain > 0) ++gains;
+    max_gain = std::max(max_gain, gain);
+  }
+  CHECK(max_gain <= 2);
+  CHECK(gains <= 2000 / 100);
 }
 
 }  // namespace

@@ -210,15 +210,18 @@ TEST_CASE("queue tree: reclaim follows guarantees up the tree and stops where pa
   v1::QueueSpec other_spec = Queue("other");
   other_spec.mutable_guarantee()->set_gpu_milli(2000);
   const QueueId other = *tree.Create(other_spec);
-  auto none = [](QueueId) { return ResourceVector(); };
+  auto none = [](QueueId) { return ResourceCharge(); };
+  auto claimant = [](const std::optional<ReclaimClaim>& c) {
+    return c ? std::optional<QueueId>(c->queue) : std::nullopt;
+  };
   tree.AddAllocation(b, kGpu * 2, 0);
   tree.AddAllocation(other, kGpu * 6, 0);
   // team/a has no guarantee of its own: its parent's claims for it, while the team stays
   // within 4 GPUs, counting what is already being freed for it.
-  CHECK(tree.ReclaimingQueue(a, kGpu, none) == t);
-  CHECK(tree.ReclaimingQueue(a, kGpu, [&](QueueId q) {
-    return q == t ? kGpu * 2 : ResourceVector();
-  }) == std::nullopt);
+  CHECK(claimant(tree.ReclaimingQueue(a, kGpu, kEveryModel, none)) == t);
+  CHECK(claimant(tree.ReclaimingQueue(a, kGpu, kEveryModel, [&](QueueId q) {
+          return q == t ? ResourceCharge{kGpu * 2, {}} : ResourceCharge();
+        })) == std::nullopt);
   // A sibling under the same guarantee is no victim; "other" gives back down to its own 2.
   CHECK_FALSE(tree.MayReclaimFrom(b, t, kGpu));
   CHECK(tree.MayReclaimFrom(other, t, kGpu * 4));
