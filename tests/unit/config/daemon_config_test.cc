@@ -146,8 +146,7 @@ TEST_CASE("daemon config: GPU model prices replace the built-in ones, or stand a
   CHECK(builtin->fair_share.gpu_model_weights.at("H100-80GB") == 2.1);
 
   StatusOr<v1::DaemonConfig> merged =
-      LoadYaml("fair_share: {gpu_model_weights: {H100-80GB: 3, MI300X: 2.5}}
-");
+      LoadYaml("fair_share: {gpu_model_weights: {H100-80GB: 3, MI300X: 2.5}}\n");
   REQUIRE(merged.ok());
   StatusOr<Options> options = ToOptions(*merged);
   REQUIRE(options.ok());
@@ -156,8 +155,7 @@ TEST_CASE("daemon config: GPU model prices replace the built-in ones, or stand a
   CHECK(options->fair_share.gpu_model_weights.at("T4") == 0.2);  // built in, kept.
 
   StatusOr<v1::DaemonConfig> alone = LoadYaml(
-      "fair_share: {builtin_gpu_model_weights: false, gpu_model_weights: {H100-80GB: 3}}
-");
+      "fair_share: {builtin_gpu_model_weights: false, gpu_model_weights: {H100-80GB: 3}}\n");
   REQUIRE(alone.ok());
   options = ToOptions(*alone);
   REQUIRE(options.ok());
