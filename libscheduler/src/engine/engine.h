@@ -308,8 +308,7 @@ class Engine final : public ExecutorEvents {
     int allowed = 0;
     std::optional<TaskShape> narrowed;
   };
-  QuotaRoom RoomWithinQuota(QueueId leaf, const JobRecord& job, int min_tasks,
-                            int max_tasks) const;
+  QuotaRoom RoomWithinQuota(QueueId leaf, const JobRecord& job, int min_tasks, int max_tasks) const;
   // Releases the placed tasks of an elastic job beyond the largest count its size rule allows.
   void KeepAllowedSize(const JobRecord& job, PlacementResult& result);
 
