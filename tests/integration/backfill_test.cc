@@ -240,6 +240,70 @@ TEST_CASE("backfill: a job that would leave a reservation short waits, and says 
   CHECK(MustGet(s, brief).status().state() == v1::RUNNING);
 }
 
+TEST_CASE("backfill: a reservation holder whose queue reaches its cap gives the nodes back") {
+  // Node big-0 (8 GPUs) runs a teamb job until 100 s, node small-0 (4 GPUs) another until 50 s.
+  // teama (cap 10 GPUs) waits with an 8-GPU job holding big-0 from 100 s; at 50 s its 4-GPU job
+  // starts on small-0, and the 8-GPU job no longer fits teama's cap. Before, it kept big-0
+  // reserved and its "waiting for capacity" reason, and an 8-GPU job of teamb could not have
+  // big-0 when it freed.
+  v1::SimulatedCluster cluster;
+  AddGroup(cluster, "big", 1, 8);
+  AddGroup(cluster, "small", 1, 4);
+  auto t = OpenCluster(cluster);
+  Scheduler* s = t.scheduler.get();
+  v1::QueueSpec teama = QueueSpec("teama");
+  teama.mutable_cap()->set_gpu_milli(10'000);
+  CreateQueue(s, teama);
+  CreateQueue(s, QueueSpec("teamb"));
+  auto limited = [](const std::string& queue, int gpus, int64_t seconds) {
+    return JobSpecBuilder(queue)
+        .Gpus(gpus)
+        .SimulatedDurationMs(seconds * 1000)
+        .TimeLimitSeconds(seconds)
+        .Build();
+  };
+  MustSubmit(s, limited("teamb", 8, 100));
+  MustSubmit(s, limited("teamb", 4, 50));
+  t->WaitIdle();
+  const TimestampUs t0 = t.clock->NowUs();
+  const uint64_t holder = MustSubmit(s, JobSpecBuilder("teama").Gpus(8).Build()).id();
+  const uint64_t second = MustSubmit(s, limited("teama", 4, 1000)).id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, holder).status().reserved_start_us() == t0 + 100'000'000);
+
+  RunUntil(t, t0 + 50'000'000);
+  REQUIRE(MustGet(s, second).status().state() == v1::RUNNING);
+  const v1::Job over_cap = MustGet(s, holder);
+  CHECK(over_cap.status().reserved_start_us() == 0);
+  CHECK(over_cap.status().reason() == "waiting for quota: queue 'teama' cap on gpu_milli");
+
+  t.clock->AdvanceToUs(t0 + 60'000'000);
+  const uint64_t rival = MustSubmit(s, limited("teamb", 8, 10)).id();
+  t->WaitIdle();
+  RunUntil(t, t0 + 100'000'000);
+  const v1::Job started = MustGet(s, rival);
+  CHECK(started.status().state() == v1::RUNNING);
+  CHECK(started.status().start_time_us() == t0 + 100'000'000);
+  CHECK(MustGet(s, holder).status().state() == v1::PENDING);
+}
+
+TEST_CASE("backfill: a cap lowered below a reservation holder's need drops its reservation") {
+  auto t = OpenCluster(OneNode(8));
+  Scheduler* s = t.scheduler.get();
+  CreateQueue(s, QueueSpec("teama"));
+  MustSubmit(s, JobSpecBuilder("default").Gpus(6).Build());
+  const uint64_t holder = MustSubmit(s, JobSpecBuilder("teama").Gpus(4).Build()).id();
+  t->WaitIdle();
+  REQUIRE(MustGet(s, holder).status().reserved_start_us() > 0);
+  v1::QueueSpec capped = QueueSpec("teama");
+  capped.mutable_cap()->set_gpu_milli(2000);
+  REQUIRE(s->UpdateQueue(capped).ok());
+  t->WaitIdle();
+  const v1::Job waiting = MustGet(s, holder);
+  CHECK(waiting.status().reserved_start_us() == 0);
+  CHECK(waiting.status().reason() == "waiting for quota: queue 'teama' cap on gpu_milli");
+}
+
 TEST_CASE("backfill: a job that outruns its time limit is stopped and fails") {
   auto t = OpenCluster(OneNode(1));
   const v1::Job job = MustSubmit(

@@ -117,6 +117,7 @@ Status Engine::CreateQueue(const v1::QueueSpec& spec) {
 
 Status Engine::UpdateQueue(const v1::QueueSpec& spec) {
   TESSERA_RETURN_IF_ERROR(queues_.Update(spec));
+  DropReservationsOverQuota();  // a lowered cap.
   host_.RequestDecisions();
   return Status::Ok();
 }

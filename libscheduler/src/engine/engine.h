@@ -346,6 +346,9 @@ class Engine final : public ExecutorEvents {
   // when a task that must end first has no time limit, so the start is a guess.
   std::optional<ShadowPlan> ShadowStart(const JobRecord& job, bool* from_estimates) const;
   void DropReservation(JobRecord& job);
+  // Drops the reservations of pending jobs their quota no longer admits (a job of their queue
+  // started, a cap was lowered), giving them a quota reason.
+  void DropReservationsOverQuota();
   // Appends the live tasks on `node` expected to have ended by `by` (ReservationFilter asks).
   void TasksEndingBy(NodeIndexId node, TimestampUs by, std::vector<TaskAllocation>& out) const;
   void OnReservationDue(uint64_t job_id, TimestampUs start_us);

@@ -272,6 +272,7 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
   queues_.AddAllocation(leaf, delta.resources, now, delta.gpus_by_model);
   job.allocated += delta.resources;
   job.allocated_by_model += delta.gpus_by_model;
+  if (!reservations_.all().empty()) DropReservationsOverQuota();
   // An elastic job starts with what fits (at least its minimum) and grows later through the
   // elastic policy; other jobs keep their remaining required tasks pending.
   if (job.elastic || job.PlacedTasks() >= job.wanted_tasks) RemovePending(job);

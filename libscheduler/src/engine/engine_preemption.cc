@@ -368,7 +368,7 @@ void Engine::AwaitVictims(JobRecord& job, std::vector<NodeIndexId> nodes,
     gpus_left -= here;
   }
   incoming_[job.queue] += job.awaited;
-  reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held), job.shape});
+  reservations_.Add({job.id, now + grace_us, std::move(nodes), std::move(held), job.shape, {}});
   job.reserved_start_us = now + grace_us;
   job.reason = std::move(reason);
   Persist(job, MakeUpdateEvent(job, job.reason));

@@ -28,6 +28,12 @@ void Engine::PlanReservation() {
 
 void Engine::TryReserve(JobRecord& job) {
   if (job.infeasible || reservations_.Find(job.id)) return;
+  // Nodes held for a job its quota does not admit would stay idle for nothing (a re-plan comes
+  // here after jobs of its queue started).
+  if (RoomWithinQuota(job.queue, job, MinTasksToPlace(job), job.wanted_tasks - job.PlacedTasks())
+          .refused) {
+    return;
+  }
   if (static_cast<int>(reservations_.whole_node_count()) >= options_.engine.max_reservations) {
     // Reservations belong to the jobs first in fair order: take the place of the last holder
     // if this job comes before it (a queue with a smaller share arrived since, say).
@@ -153,6 +159,27 @@ void Engine::DropReservation(JobRecord& job) {
   // The held nodes are open to everyone again.
   capacity_freed_ = true;
   host_.RequestDecisions();
+}
+
+void Engine::DropReservationsOverQuota() {
+  // A holder waits for capacity, its quota admitting it. A job of its queue (or of a queue
+  // under the same cap) that starts since, or a lowered cap, can take that away: the nodes it
+  // holds would then stay idle for nothing. Give them back and say what it waits for now.
+  std::vector<std::pair<uint64_t, std::optional<QuotaViolation>>> over;
+  for (const Reservation& r : reservations_.all()) {
+    const JobRecord& holder = jobs_.at(r.job);
+    // One awaiting its victims is placed when they have stopped, and quota is checked then.
+    if (!holder.in_pending) continue;
+    const QuotaRoom room = RoomWithinQuota(holder.queue, holder, MinTasksToPlace(holder),
+                                           holder.wanted_tasks - holder.PlacedTasks());
+    if (room.refused) over.emplace_back(holder.id, room.violation);
+  }
+  for (const auto& [id, violation] : over) {
+    JobRecord& holder = jobs_.at(id);
+    DropReservation(holder);
+    holder.reason = QuotaWaitingReason(holder.queue, violation);
+    Persist(holder, MakeUpdateEvent(holder, holder.reason));
+  }
 }
 
 bool Engine::ReservationStillDue(uint64_t job_id, TimestampUs start_us) const {
