@@ -293,6 +293,31 @@ Status ValidatePlacementTerms(const v1::JobSpec& spec) {
   return Status::Ok();
 }
 
+// A year of a 100,000-GPU cluster in GPU-seconds: a limit beyond says the unit was mistaken,
+// and the microseconds it is kept in stay far from overflow.
+constexpr int64_t kMaxServiceBandLimitGpuS = int64_t{100'000} * 365 * 24 * 3600;
+
+Status ValidateAttainedServiceOrder(const v1::QueueSpec& spec) {
+  if (!spec.has_attained_service()) return Status::Ok();
+  const v1::AttainedServiceOrder& order = spec.attained_service();
+  int64_t previous = 0;
+  for (int i = 0; i < order.band_limits_gpu_s_size(); ++i) {
+    const std::string field = "attained_service.band_limits_gpu_s[" + std::to_string(i) + "]";
+    const int64_t limit = order.band_limits_gpu_s(i);
+    TESSERA_RETURN_IF_ERROR(Between(limit, 1, kMaxServiceBandLimitGpuS, field));
+    if (limit <= previous) {
+      return Invalid(field, "limits must ascend: " + Num(limit) + " is not above " + Num(previous));
+    }
+    previous = limit;
+  }
+  const double factor = order.starvation_factor();
+  if (!std::isfinite(factor) || factor < 0 || factor > 1e6) {
+    return Invalid("attained_service.starvation_factor",
+                   "must be a number in [0, 1000000], got " + std::to_string(factor));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateJobSpec(const v1::JobSpec& spec, const JobSizeLimits& limits) {
@@ -355,6 +380,7 @@ Status ValidateQueueSpec(const v1::QueueSpec& spec) {
         Between(idle.warning_s(), 0, kMaxIdleGpuSeconds, "idle_gpus.warning_s"));
   }
   TESSERA_RETURN_IF_ERROR(ValidateGpuModelQuotas(spec));
+  TESSERA_RETURN_IF_ERROR(ValidateAttainedServiceOrder(spec));
   const ResourceVector guarantee = ResourceVector::FromProto(spec.guarantee());
   const ResourceVector cap = ResourceVector::FromLimits(spec.cap());
   for (int r = 0; r < kNumResources; ++r) {

@@ -408,6 +408,8 @@ class Engine final : public ExecutorEvents {
   TimestampUs LastCheckpoint(const JobRecord& job, TimestampUs now) const;
   // What the victim rule (preemption/victim_eligibility.h) reads of `job`.
   VictimFacts VictimFactsOf(const JobRecord& job) const;
+  // Its band when its queue is ordered by attained service and lower bands may preempt; else -1.
+  int32_t PreemptingBand(const JobRecord& job) const;
   // The GPU work (milli-GPU x microseconds) `job` would lose if stopped at `now`: its live
   // tasks' GPUs times the time since its last checkpoint. Victims are chosen to lose least.
   int64_t LostGpuUs(const JobRecord& job, TimestampUs now) const;
@@ -416,6 +418,25 @@ class Engine final : public ExecutorEvents {
   void IndexTask(const JobRecord& job, PlacedTask& task);
   // engine_elastic.cc
   void GrowElastic();
+
+  // engine_service_order.cc: queues ordered by attained service (QueueSpec.attained_service,
+  // fairshare/service_bands.h).
+  // The queue's order, or null when it orders by priority and submit time.
+  const v1::AttainedServiceOrder* ServiceOrderOf(QueueId leaf) const;
+  // The GPU-microseconds of service `task` has had since it was placed, until `now`.
+  static int64_t TaskServiceGpuUs(const PlacedTask& task, TimestampUs now);
+  // The job's service until `now`: its ended tasks' and its live ones'.
+  int64_t ServiceGpuUs(const JobRecord& job, TimestampUs now) const;
+  // The band of a job back in line after a run of `run_us` (before AddPending), and the timer
+  // that returns it to band 0 if it waits too long.
+  void RankByServiceOnRequeue(JobRecord& job, int64_t run_us);
+  // The timer for the job's band_promotion_us, if it has one.
+  void ArmBandPromotion(const JobRecord& job);
+  // The job waited starvation_factor times its last run: back to band 0.
+  void PromoteStarved(uint64_t job_id, int32_t attempt);
+  // A running job of a queue whose lower bands may preempt: when its service takes it past its
+  // band's limit, its queue decides again (its head may now preempt it).
+  void ArmServiceBandCrossing(const JobRecord& job);
 
   // engine_mig.cc (the planning is partition/mig_relayout's)
   // Re-partitions idle instances of managed MIG GPUs so that `job`'s gang minimum finds

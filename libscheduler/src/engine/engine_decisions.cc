@@ -264,6 +264,7 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
     PlacedTask task;
     task.index = job.next_task_index++;
     task.allocation = a;
+    task.placed_us = now;
     IndexTask(job, task);
     job.tasks.push_back(task);
     delta += ChargeOf(cluster_, a);
@@ -282,7 +283,10 @@ void Engine::PlaceResult(QueueId leaf, JobRecord& job, PlacementResult result) {
     elastic_jobs_.insert(job.id);
     growth_due_ = true;
   }
-  if (first_start) SetState(job, v1::ADMITTED);
+  if (first_start) {
+    SetState(job, v1::ADMITTED);
+    ArmServiceBandCrossing(job);
+  }
   // Formatted on the stack: this runs for every placement.
   char reason[48];
   const int length = std::snprintf(reason, sizeof(reason), "placed %d %stask(s)", placed,

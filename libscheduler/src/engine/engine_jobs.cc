@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "engine/quota_charge.h"
+#include "fairshare/service_bands.h"
 #include "model/gpu_partition.h"
 #include "model/job_source.h"
 #include "model/placement_terms.h"
@@ -101,7 +102,13 @@ void Engine::FillRecord(const v1::Job& stored, QueueId queue, JobRecord& job) co
   const v1::JobStatus& status = stored.status();
   job.id = stored.id();
   job.queue = queue;
-  job.key = PendingKey{status.priority(), status.submit_time_us(), stored.id()};
+  job.attained_gpu_us = status.attained_gpu_s() * 1'000'000;
+  const v1::QueueSpec& queue_spec = queues_.Spec(queue);
+  const int32_t band = queue_spec.has_attained_service()
+                           ? ServiceBand(queue_spec.attained_service(), job.attained_gpu_us)
+                           : 0;
+  job.key = PendingKey{status.priority(), status.submit_time_us(), stored.id(), band};
+  job.band_promotion_us = band > 0 ? status.band_promotion_us() : 0;
   job.preemptible = status.preemptible();
   const int tasks = spec.tasks() > 0 ? spec.tasks() : 1;
   job.elastic = spec.has_elastic() && spec.elastic().max_tasks() > 0;
@@ -251,6 +258,7 @@ void Engine::AddJob(const v1::Job& stored, const std::set<TaskRef>* live) {
   }
   // The shapes of the jobs taken on are the workload a learning scorer keeps room for.
   placer_.Observe(job.shape, job.wanted_tasks);
+  ArmBandPromotion(job);  // a promotion it was waiting for before the restart.
   AddPending(job);
   if (stored_infeasible) Persist(job, MakeUpdateEvent(job, "feasible now"));
 }
@@ -273,6 +281,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason, LossCause cause)
   std::vector<SerializedEvent> events;
   SetState(job, v1::LOST);
   events.push_back(MakeEvent(job, from, "lost: " + reason));
+  const int64_t run_us = job.start_time_us > 0 ? clock_.NowUs() - job.start_time_us : 0;
   job.tasks.clear();
   job.next_task_index = 0;
   job.failing = false;
@@ -305,6 +314,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason, LossCause cause)
   SetState(job, v1::PENDING);
   job.reason = "requeued after loss (attempt " + std::to_string(job.attempt) + ")";
   events.push_back(MakeEvent(job, v1::LOST, job.reason));
+  RankByServiceOnRequeue(job, run_us);
   if (std::optional<std::string> why = CheckFeasible(job)) {
     job.infeasible = true;
     job.reason = *why;
@@ -318,6 +328,7 @@ void Engine::Requeue(JobRecord& job, const std::string& reason, LossCause cause)
 void Engine::ReleaseTask(JobRecord& job, PlacedTask& task) {
   task.exited = true;
   UnindexTask(job.id, task);
+  job.attained_gpu_us += TaskServiceGpuUs(task, clock_.NowUs());
   placer_.Release(task.allocation);
   const ResourceCharge held = ChargeOf(cluster_, task.allocation);
   queues_.SubtractAllocation(job.queue, held.resources, clock_.NowUs(), held.gpus_by_model);
@@ -596,6 +607,9 @@ void Engine::FillStatus(const JobRecord& job, v1::JobStatus* status) const {
   s.set_losses(job.losses);
   s.set_last_checkpoint_us(job.last_checkpoint_us);
   s.set_reserved_start_us(job.reserved_start_us);
+  s.set_attained_gpu_s(job.attained_gpu_us / 1'000'000);
+  s.set_service_band(job.key.band);
+  s.set_band_promotion_us(job.band_promotion_us);
   for (const PlacedTask& t : job.tasks) {
     v1::TaskPlacement* p = s.add_placements();
     DescribePlacement(t.index, t.allocation, p);

@@ -35,7 +35,8 @@ bool Engine::DrainMigFor(JobRecord& job, int min_tasks) {
   bool victim_starting = false;  // a holder was refused only because it has not started yet.
   // Who may be drained is the victim rule's call, as for preemption; a drain reclaims no
   // guarantee, so it has no claimant.
-  const Preemptor preemptor{job.id, job.queue, job.key.priority, std::nullopt};
+  Preemptor preemptor{job.id, job.queue, job.key.priority, std::nullopt};
+  preemptor.service_band = PreemptingBand(job);
   // The job on each busy instance, and what stopping it would lose.
   auto holder_of = [&](const NodeState& node, int gpu, int instance) {
     MigInstanceHolder h;

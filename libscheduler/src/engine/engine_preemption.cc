@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "engine/quota_charge.h"
+#include "fairshare/service_bands.h"
 
 namespace tessera {
 
@@ -54,6 +55,11 @@ TimestampUs Engine::LastCheckpoint(const JobRecord& job, TimestampUs now) const 
   return last;
 }
 
+int32_t Engine::PreemptingBand(const JobRecord& job) const {
+  const v1::AttainedServiceOrder* order = ServiceOrderOf(job.queue);
+  return order && order->preempt() ? job.key.band : -1;
+}
+
 VictimFacts Engine::VictimFactsOf(const JobRecord& job) const {
   VictimFacts facts;
   facts.job = job.id;
@@ -71,6 +77,10 @@ VictimFacts Engine::VictimFactsOf(const JobRecord& job) const {
   facts.preempted_us = job.preempted_at_us;
   facts.allocated = &job.allocated;
   facts.gpus_by_model = &job.allocated_by_model;
+  if (const v1::AttainedServiceOrder* order = ServiceOrderOf(job.queue);
+      order && order->preempt()) {
+    facts.service_band = ServiceBand(*order, ServiceGpuUs(job, clock_.NowUs()));
+  }
   return facts;
 }
 
@@ -149,6 +159,7 @@ std::string Engine::WhyVictim(const JobRecord& victim, const Victim& v, const Jo
   return "to make room for " + std::string(for_whom) +
          (v.idle_gpus ? " (its GPUs stayed idle)"
           : victim.key.priority < job.key.priority && !search.reclaim_only ? " (higher priority)"
+          : v.by_service    ? " (less attained service)"
           : search.claimant ? " (queue below its guarantee)"
                             : " (equal priority; tasks above the elastic minimum give way)");
 }
@@ -202,7 +213,11 @@ void Engine::SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPl
     }
     if (first_eligible == 0 || eligible < first_eligible) first_eligible = eligible;
   }
-  if (!old_enough_runs && !reclaim && elastic_jobs_.empty() && !idle_gpus_.AnyReclaimable()) {
+  // In a queue ordered by attained service, running jobs of its own may give way to a lower
+  // band: only the search can tell.
+  const bool by_service = PreemptingBand(job) >= 0 && !reclaim_only;
+  if (!old_enough_runs && !reclaim && !by_service && elastic_jobs_.empty() &&
+      !idle_gpus_.AnyReclaimable()) {
     out.retry_at = first_eligible;
     return;
   }
@@ -214,8 +229,13 @@ void Engine::SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPl
   // The planner looks at a bounded number of nodes; room for their jobs avoids rehashing.
   victims.reserve(planner.CandidateBudget(cluster_.size()) * 8);
   TimestampUs& retry_at = out.retry_at;  // when a guard that refused a victim will allow it.
-  const Preemptor preemptor{job.id,   job.queue,    job.key.priority,
-                            claimant, reclaim_only, claim ? claim->models : kEveryModel};
+  const Preemptor preemptor{job.id,
+                            job.queue,
+                            job.key.priority,
+                            claimant,
+                            reclaim_only,
+                            claim ? claim->models : kEveryModel,
+                            PreemptingBand(job)};
   auto victims_of = [&](uint64_t id) -> const std::vector<Victim>& {
     auto [it, inserted] = victims.try_emplace(id);
     if (!inserted) return it->second;
@@ -256,6 +276,7 @@ void Engine::SearchVictims(const JobRecord& job, bool reclaim_only, PreemptionPl
     Victim victim;
     victim.job = id;
     victim.idle_gpus = verdict.by_idle_gpus;
+    victim.by_service = verdict.by_service;
     victim.tasks.reserve(v.tasks.size());
     for (const PlacedTask& t : v.tasks) {
       if (!t.exited) victim.tasks.push_back({t.index, t.allocation});
@@ -450,6 +471,7 @@ void Engine::Shrink(JobRecord& victim, const std::vector<const Victim*>& tasks,
 void Engine::RequeuePreempted(JobRecord& job) {
   const v1::JobState from = job.state;
   elastic_jobs_.erase(job.id);
+  const int64_t run_us = job.start_time_us > 0 ? clock_.NowUs() - job.start_time_us : 0;
   job.tasks.clear();
   job.next_task_index = 0;
   job.preempting = false;
@@ -458,7 +480,8 @@ void Engine::RequeuePreempted(JobRecord& job) {
   ++job.attempt;
   SetState(job, v1::PENDING);
   job.reason = "requeued after preemption (attempt " + std::to_string(job.attempt) + ")";
-  // Same PendingKey: it keeps its priority and original submit time.
+  // It keeps its priority and original submit time; its service band follows what it ran.
+  RankByServiceOnRequeue(job, run_us);
   AddPending(job);
   Persist(job, MakeEvent(job, from, job.reason));
 }

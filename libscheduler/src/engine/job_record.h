@@ -39,6 +39,7 @@ struct PlacedTask {
   bool exited = false;
   bool stopping = false;  // stopped on purpose (preemption, shrink): not a failure.
   int32_t exit_code = 0;
+  TimestampUs placed_us = 0;  // when it was placed: its service counts from then.
   // Its entry in the index by expected end, while live: kept so that leaving the index costs no
   // search (every task leaves it, and the searches showed in profiles).
   std::optional<TasksByEnd::iterator> by_end;
@@ -98,6 +99,11 @@ struct JobRecord {
   // The start time it added to the running preemptible jobs' starts, while it is one of them.
   std::optional<TimestampUs> preemptible_start;
   TimestampUs reserved_start_us = 0;
+  // GPU-microseconds of service of its tasks that have ended, over all attempts (the order of a
+  // queue by attained service: fairshare/service_bands.h).
+  int64_t attained_gpu_us = 0;
+  // While it waits in a band above 0: when it returns to band 0 (0: never).
+  TimestampUs band_promotion_us = 0;
   std::vector<NodeIndexId> reserved_nodes;  // of its backfill reservation, if it holds one.
   std::string reason;
 

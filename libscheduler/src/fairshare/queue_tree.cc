@@ -541,6 +541,11 @@ void QueueTree::UnblockCapacity() {
   }
 }
 
+void QueueTree::UnblockCapacity(QueueId leaf) {
+  // Its entry in capacity_blocked_ goes stale and is skipped by the check there.
+  if (nodes_[leaf].blocked == Block::kCapacity) Unblock(leaf);
+}
+
 void QueueTree::Unblock(QueueId leaf) {
   QueueNode& n = nodes_[leaf];
   // Stale entries in the blocked lists are skipped by the checks above and here.

@@ -179,6 +179,9 @@ class QueueTree {
   void BlockOnQuota(QueueId leaf, QueueId blocker);
   // Unblocks every leaf blocked on capacity (call when capacity was freed).
   void UnblockCapacity();
+  // Unblocks `leaf` if it waits for capacity (something changed for its head alone: a running
+  // job of the queue now gives way to it).
+  void UnblockCapacity(QueueId leaf);
   bool IsBlocked(QueueId leaf) const { return nodes_[leaf].blocked != Block::kNone; }
 
   v1::QueueStatus StatusOf(QueueId q) const;

@@ -43,6 +43,7 @@ struct Victim {
   uint64_t job = 0;
   bool shrink_only = false;       // only elastic tasks above the job's minimum.
   bool idle_gpus = false;         // it gives way because its GPUs stayed idle.
+  bool by_service = false;        // it gives way to a lower service band of its queue.
   std::vector<VictimTask> tasks;  // everything stopping it frees.
   VictimCost cost;
 };

@@ -26,12 +26,17 @@ VictimVerdict VictimEligibility::Judge(const Preemptor& preemptor, const VictimF
         !preemptor.reclaim_only && victim.priority < preemptor.priority &&
         (victim.queue == preemptor.queue ||
          queues_.MayReclaimFrom(victim.queue, preemptor.queue, *victim.allocated, by_model));
-    const bool by_idle_gpus =
-        !by_priority && !by_reclaim && victim.idle_reclaimable && !preemptor.reclaim_only;
-    if (!by_priority && !by_reclaim && !by_idle_gpus) return verdict;
+    const bool by_service = !by_priority && !preemptor.reclaim_only &&
+                            preemptor.service_band >= 0 && victim.queue == preemptor.queue &&
+                            victim.priority <= preemptor.priority &&
+                            victim.service_band > preemptor.service_band;
+    const bool by_idle_gpus = !by_priority && !by_reclaim && !by_service &&
+                              victim.idle_reclaimable && !preemptor.reclaim_only;
+    if (!by_priority && !by_reclaim && !by_service && !by_idle_gpus) return verdict;
     verdict.extent = VictimVerdict::Extent::kWhole;
     verdict.by_priority = by_priority;
     verdict.by_idle_gpus = by_idle_gpus;
+    verdict.by_service = by_service && !by_reclaim;
   }
   // A job is stopped only once it runs: a task being launched cannot be stopped cleanly.
   if (victim.starting) {

@@ -13,6 +13,9 @@
 //     preempting each other for ever); or when the preemptor's queue (or one above it)
 //     reclaims its guarantee and the victim's queue holds what it has beyond its own.
 //     A reclaim stops only jobs whose GPUs are all of models the claimant's guarantee covers.
+//   - in a queue ordered by attained service whose lower bands may preempt
+//     (QueueSpec.attained_service.preempt), the whole job gives way to a preemptor of its own
+//     queue, of no lower priority, in a lower band than the job's service has taken it to;
 //   - a job whose GPUs stayed idle under a reclaiming policy (QueueSpec.idle_gpus) gives way
 //     whole to any preemptor, of any priority and queue: its room is wasted where it is. Not
 //     to a preemptor that may only reclaim a guarantee, unless the reclaim allows it anyway.
@@ -53,6 +56,9 @@ struct VictimFacts {
   const ResourceVector* allocated = nullptr;  // what it holds (required).
   // Its GPUs by the model of their node; null: holds none by model (as if of no model).
   const GpuModelAmounts* gpus_by_model = nullptr;
+  // Its service band now, in a queue ordered by attained service whose lower bands may preempt;
+  // -1 elsewhere.
+  int32_t service_band = -1;
 };
 
 // The job that needs room.
@@ -68,6 +74,9 @@ struct Preemptor {
   // The GPU models the claimant's guarantee covers (ReclaimClaim::models): a job holding GPUs
   // of another model is not stopped for the reclaim (a queue owed H100s takes back no T4).
   ModelMask claimed_models = kEveryModel;
+  // Its band in a queue ordered by attained service whose lower bands may preempt; -1
+  // elsewhere.
+  int32_t service_band = -1;
 };
 
 struct VictimVerdict {
@@ -88,6 +97,9 @@ struct VictimVerdict {
   bool by_priority = false;
   // For kWhole: it gives way because its GPUs stayed idle (and for nothing else).
   bool by_idle_gpus = false;
+  // For kWhole: it gives way because its service put it in a higher band of the preemptor's
+  // queue (and not for its priority).
+  bool by_service = false;
 
   bool MayStopNow(Extent e) const { return extent == e && allowed_now; }
 };
