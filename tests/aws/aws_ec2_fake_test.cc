@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "aws/ec2_client.h"
+#include "aws/ec2_proxy_process.h"
 #include "aws/spot_interruption.h"
 
 namespace tessera::aws {
@@ -33,45 +34,13 @@ HttpEndpoint g_proxy;    // set by main() once the proxy listens
 std::string g_tls_port;  // the proxy's HTTPS port, empty when openssl could not make a cert
 std::string g_tls_cert;  // its self-signed certificate, for DNS:localhost only
 
-bool OnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return false;
-  std::string directories = path;
-  std::size_t start = 0;
-  while (start <= directories.size()) {
-    const std::size_t end = directories.find(':', start);
-    const std::string directory =
-        directories.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!directory.empty() && ::access((directory + "/" + program).c_str(), X_OK) == 0) {
-      return true;
-    }
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return false;
-}
-
 // POST /fault/<what> with a JSON body; fails the test on anything but 200.
 void Fault(const std::string& what, const std::string& json = "{}") {
-  BeastHttpTransport transport(std::chrono::seconds(10));
-  HttpRequest request;
-  request.target = "/fault/" + what;
-  request.headers = {{"Content-Type", "application/json"}};
-  request.body = json;
-  const auto reply = transport.Send(g_proxy, request);
-  REQUIRE_MESSAGE(reply.ok(), reply.error().ToString());
-  REQUIRE_MESSAGE(reply.value().status == 200, reply.value().body);
+  const auto [status, body] = testing::PostFault(g_proxy, what, json);
+  REQUIRE_MESSAGE(status == 200, body);
 }
 
-std::string Stats() {
-  BeastHttpTransport transport(std::chrono::seconds(10));
-  HttpRequest request;
-  request.method = "GET";
-  request.target = "/fault/stats";
-  const auto reply = transport.Send(g_proxy, request);
-  REQUIRE(reply.ok());
-  return reply.value().body;
-}
+std::string Stats() { return testing::GetStats(g_proxy); }
 
 Ec2Client MakeClient(const std::string& secret = kSecret, int max_attempts = 5) {
   Ec2ClientOptions options;
@@ -374,105 +343,25 @@ TEST_CASE("aws_ec2_fake: HTTPS with a given CA, the host name checked") {
   CHECK(unknown_ca.error().message.find("TLS handshake") != std::string::npos);
 }
 
-// A self-signed certificate for localhost, made with the openssl command; false without it.
-bool MakeTestCertificate(const std::filesystem::path& directory) {
-  const std::string command =
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
-      " -addext subjectAltName=DNS:localhost -keyout '" +
-      (directory / "key.pem").string() + "' -out '" + (directory / "cert.pem").string() +
-      "' >/dev/null 2>&1";
-  return std::system(command.c_str()) == 0;
-}
-
-std::string ReadPort(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::string port;
-  in >> port;
-  return port;
-}
-
-// The proxy (which starts moto_server), from fork to listening.
-class ProxyProcess {
- public:
-  bool Start(std::string* error) {
-    directory_ = std::filesystem::temp_directory_path() /
-                 ("tessera-ec2-proxy-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(directory_);
-    std::filesystem::create_directories(directory_);
-    port_file_ = directory_ / "port";
-    const bool tls = MakeTestCertificate(directory_);
-    std::vector<std::string> args = {"python3",     TESSERA_EC2_FAULT_PROXY, "--start-moto",
-                                     "--port-file", port_file_.string(),     "--verify-key",
-                                     kAccessKey,    "--verify-secret",       kSecret};
-    if (tls) {
-      args.insert(args.end(), {"--tls-cert", (directory_ / "cert.pem").string(), "--tls-key",
-                               (directory_ / "key.pem").string(), "--tls-port-file",
-                               (directory_ / "tls-port").string()});
-    }
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      std::vector<char*> argv;
-      for (auto& arg : args) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execvp("python3", argv.data());
-      ::_exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        *error = "the fault proxy exited before listening (status " + std::to_string(status) + ")";
-        return false;
-      }
-      // The HTTPS port is written first, so both are known once the plain one is.
-      const std::string port = ReadPort(port_file_);
-      if (!port.empty()) {
-        g_proxy.scheme = "http";
-        g_proxy.host = "127.0.0.1";
-        g_proxy.port = port;
-        if (tls) {
-          g_tls_port = ReadPort(directory_ / "tls-port");
-          g_tls_cert = (directory_ / "cert.pem").string();
-        }
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    *error = "the fault proxy did not listen within 60 s";
-    return false;
-  }
-  ~ProxyProcess() {
-    if (pid_ > 0) {
-      ::kill(-pid_, SIGTERM);  // its process group: the proxy and the moto_server it started
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    std::filesystem::remove_all(directory_);
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::filesystem::path directory_;
-  std::filesystem::path port_file_;
-};
-
 }  // namespace
 }  // namespace tessera::aws
 
 int main(int argc, char** argv) {
-  if (!tessera::aws::OnPath("moto_server")) {
+  if (!tessera::aws::testing::OnPath("moto_server")) {
     std::cout << "SKIP: moto_server is not installed (scripts/install-deps.sh installs "
                  "moto[server]==5.2.1)\n";
     return 77;
   }
-  tessera::aws::ProxyProcess proxy;
+  tessera::aws::testing::Ec2ProxyProcess proxy;
   std::string error;
-  if (!proxy.Start(&error)) {
+  if (!proxy.Start(TESSERA_EC2_FAULT_PROXY, tessera::aws::kAccessKey, tessera::aws::kSecret,
+                   /*tls=*/true, &error)) {
     std::cerr << error << "\n";
     return 1;
   }
+  tessera::aws::g_proxy = proxy.endpoint();
+  tessera::aws::g_tls_port = proxy.tls_port();
+  tessera::aws::g_tls_cert = proxy.tls_cert();
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -45,10 +45,16 @@ Ec2ClientOptions Ec2ClientOptions::ForRegion(std::string region, Credentials cre
 }
 
 QueryParams RunInstancesParams(const RunInstancesRequest& request) {
-  QueryParams params = {{"ImageId", request.image_id},
-                        {"InstanceType", request.instance_type},
+  QueryParams params = {{"InstanceType", request.instance_type},
                         {"MinCount", std::to_string(request.min_count)},
                         {"MaxCount", std::to_string(request.max_count)}};
+  if (!request.image_id.empty()) params.emplace_back("ImageId", request.image_id);
+  if (request.launch_template) {
+    const LaunchTemplateRef& t = *request.launch_template;
+    if (!t.id.empty()) params.emplace_back("LaunchTemplate.LaunchTemplateId", t.id);
+    if (!t.name.empty()) params.emplace_back("LaunchTemplate.LaunchTemplateName", t.name);
+    if (!t.version.empty()) params.emplace_back("LaunchTemplate.Version", t.version);
+  }
   if (!request.client_token.empty()) params.emplace_back("ClientToken", request.client_token);
   if (!request.subnet_id.empty()) params.emplace_back("SubnetId", request.subnet_id);
   if (!request.availability_zone.empty()) {
@@ -106,6 +112,14 @@ QueryParams SpotPriceHistoryParams(const SpotPriceHistoryRequest& request) {
   return params;
 }
 
+QueryParams InstanceTypesParams(const std::vector<std::string>& instance_types,
+                                const std::string& next_token) {
+  QueryParams params;
+  AddList(params, "InstanceType", instance_types);
+  if (!next_token.empty()) params.emplace_back("NextToken", next_token);
+  return params;
+}
+
 Ec2Client::Ec2Client(Ec2ClientOptions options, std::shared_ptr<HttpTransport> transport)
     : options_(std::move(options)), transport_(std::move(transport)) {
   if (!transport_) transport_ = std::make_shared<BeastHttpTransport>();
@@ -134,8 +148,10 @@ Ec2Outcome<HttpResponse> Ec2Client::Call(const std::string& action, QueryParams 
     to_sign.path = "/";
     to_sign.headers = {{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"}};
     to_sign.body = body;
-    SignRequest(to_sign, options_.endpoint.HostHeader(), options_.credentials, options_.region,
-                "ec2", options_.now());
+    const Credentials credentials =
+        options_.credentials_source ? options_.credentials_source() : options_.credentials;
+    SignRequest(to_sign, options_.endpoint.HostHeader(), credentials, options_.region, "ec2",
+                options_.now());
     HttpRequest request;
     request.method = "POST";
     request.target = "/";
@@ -200,6 +216,25 @@ Ec2Outcome<SpotPriceHistoryPage> Ec2Client::DescribeSpotPriceHistory(
   auto reply = Call("DescribeSpotPriceHistory", SpotPriceHistoryParams(request));
   if (!reply.ok()) return reply.error();
   return ParseSpotPriceHistoryReply(reply.value().status, reply.value().body);
+}
+
+Ec2Outcome<std::vector<InstanceTypeInfo>> Ec2Client::DescribeInstanceTypes(
+    const std::vector<std::string>& instance_types) {
+  std::vector<InstanceTypeInfo> all;
+  std::string next_token;
+  for (int page_number = 0; page_number < 100; ++page_number) {
+    auto reply = Call("DescribeInstanceTypes", InstanceTypesParams(instance_types, next_token));
+    if (!reply.ok()) return reply.error();
+    auto page = ParseInstanceTypesReply(reply.value().status, reply.value().body);
+    if (!page.ok()) return page.error();
+    for (auto& info : page.value().instance_types) all.push_back(std::move(info));
+    if (page.value().next_token.empty()) return all;
+    next_token = page.value().next_token;
+  }
+  Ec2Error error;
+  error.code = "MalformedReply";
+  error.message = "DescribeInstanceTypes still had a NextToken after 100 pages";
+  return error;
 }
 
 }  // namespace tessera::aws

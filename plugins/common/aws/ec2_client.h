@@ -1,7 +1,7 @@
 // Ec2Client: the EC2 Query API calls a capacity provider makes (RunInstances,
-// DescribeInstances, TerminateInstances, DescribeSpotPriceHistory). Each call is a form-encoded
-// POST to the regional endpoint (Action=…&Version=2016-11-15), signed with SigV4 for service
-// "ec2", whose XML reply becomes the typed result or an Ec2Error (ec2_error.h).
+// DescribeInstances, TerminateInstances, DescribeSpotPriceHistory, DescribeInstanceTypes). Each
+// call is a form-encoded POST to the regional endpoint (Action=…&Version=2016-11-15), signed with
+// SigV4 for service "ec2", whose XML reply becomes the typed result or an Ec2Error (ec2_error.h).
 //
 // Retries: throttling (RequestLimitExceeded, Throttling), ServiceUnavailable/InternalError and
 // transport failures are sent again, up to `max_attempts` in all, after an exponential back-off
@@ -40,6 +40,9 @@ struct Ec2ClientOptions {
   HttpEndpoint endpoint;
   std::string region = "us-east-1";
   Credentials credentials;
+  // Set: asked for the credentials before each attempt is signed (temporary credentials that
+  // a CredentialChain renews); `credentials` is then unused.
+  std::function<Credentials()> credentials_source;
   // Attempts per call for retryable errors, the first included. 1 disables retries.
   int max_attempts = 5;
   // Back-off before retry n (n = 1, 2, …): a random time in [d/2, d], d = min(initial·2^(n-1),
@@ -63,6 +66,8 @@ QueryParams RunInstancesParams(const RunInstancesRequest& request);
 QueryParams DescribeInstancesParams(const DescribeInstancesRequest& request);
 QueryParams TerminateInstancesParams(const std::vector<std::string>& instance_ids);
 QueryParams SpotPriceHistoryParams(const SpotPriceHistoryRequest& request);
+QueryParams InstanceTypesParams(const std::vector<std::string>& instance_types,
+                                const std::string& next_token);
 
 class Ec2Client {
  public:
@@ -79,6 +84,10 @@ class Ec2Client {
   Ec2Outcome<std::vector<InstanceStateChange>> TerminateInstances(
       const std::vector<std::string>& instance_ids);
   Ec2Outcome<SpotPriceHistoryPage> DescribeSpotPriceHistory(const SpotPriceHistoryRequest& request);
+  // The named types (every page). A name EC2 does not know fails the whole call
+  // (InvalidInstanceType, naming it).
+  Ec2Outcome<std::vector<InstanceTypeInfo>> DescribeInstanceTypes(
+      const std::vector<std::string>& instance_types);
 
   // Attempts sent again after a retryable error, over the client's life.
   std::uint64_t retries() const { return retries_.load(); }

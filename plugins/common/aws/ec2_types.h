@@ -43,8 +43,17 @@ struct SpotMarketOptions {
   std::string interruption_behavior = "terminate";  // or "stop", "hibernate"
 };
 
+// LaunchTemplate.*: the template's image, network, user data and the rest; the request's own
+// fields (type, zone, subnet, market) override the template's.
+struct LaunchTemplateRef {
+  std::string id;       // lt-…; or
+  std::string name;     // the template's name
+  std::string version;  // a number, "$Latest" or "$Default"; empty: the default version
+};
+
 struct RunInstancesRequest {
-  std::string image_id;
+  std::string image_id;  // may be empty with a launch template that names one
+  std::optional<LaunchTemplateRef> launch_template;
   std::string instance_type;
   int min_count = 1;
   int max_count = 1;
@@ -108,6 +117,27 @@ struct SpotPrice {
 
 struct SpotPriceHistoryPage {
   std::vector<SpotPrice> prices;
+  std::string next_token;
+};
+
+// DescribeInstanceTypes: what an instance type offers, of what a scheduler places on.
+struct InstanceGpu {
+  std::string name;          // "A10G", "A100", "H100"
+  std::string manufacturer;  // "NVIDIA"
+  int count = 0;
+  long long memory_mib = 0;  // per GPU
+};
+
+struct InstanceTypeInfo {
+  std::string instance_type;
+  int default_vcpus = 0;
+  long long memory_mib = 0;
+  std::vector<InstanceGpu> gpus;                     // empty: no GPU
+  std::vector<std::string> supported_usage_classes;  // "on-demand", "spot"
+};
+
+struct InstanceTypesPage {
+  std::vector<InstanceTypeInfo> instance_types;
   std::string next_token;
 };
 

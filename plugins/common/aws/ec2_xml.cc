@@ -178,4 +178,36 @@ Ec2Outcome<SpotPriceHistoryPage> ParseSpotPriceHistoryReply(int http_status,
   return page;
 }
 
+Ec2Outcome<InstanceTypesPage> ParseInstanceTypesReply(int http_status, std::string_view body) {
+  pugi::xml_document document;
+  pugi::xml_node root;
+  const bool loaded = Load(document, body, &root);
+  if (auto error = CheckReply(loaded, root, http_status, body, "DescribeInstanceTypesResponse")) {
+    return *error;
+  }
+  InstanceTypesPage page;
+  for (const pugi::xml_node& item : root.child("instanceTypeSet").children("item")) {
+    InstanceTypeInfo info;
+    info.instance_type = Text(item, "instanceType");
+    info.default_vcpus = item.child("vCpuInfo").child("defaultVCpus").text().as_int(0);
+    info.memory_mib = item.child("memoryInfo").child("sizeInMiB").text().as_llong(0);
+    for (const pugi::xml_node& gpu : item.child("gpuInfo").child("gpus").children("item")) {
+      InstanceGpu g;
+      g.name = Text(gpu, "name");
+      g.manufacturer = Text(gpu, "manufacturer");
+      g.count = gpu.child("count").text().as_int(0);
+      g.memory_mib = gpu.child("memoryInfo").child("sizeInMiB").text().as_llong(0);
+      info.gpus.push_back(std::move(g));
+    }
+    for (const pugi::xml_node& usage : item.child("supportedUsageClasses").children("item")) {
+      info.supported_usage_classes.push_back(usage.text().as_string());
+    }
+    if (info.instance_type.empty())
+      return Malformed(http_status, body, "an item without instanceType");
+    page.instance_types.push_back(std::move(info));
+  }
+  page.next_token = Text(root, "nextToken");
+  return page;
+}
+
 }  // namespace tessera::aws

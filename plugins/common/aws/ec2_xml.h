@@ -26,5 +26,7 @@ Ec2Outcome<DescribeInstancesPage> ParseDescribeInstancesReply(int http_status,
 Ec2Outcome<std::vector<InstanceStateChange>> ParseTerminateInstancesReply(int http_status,
                                                                           std::string_view body);
 Ec2Outcome<SpotPriceHistoryPage> ParseSpotPriceHistoryReply(int http_status, std::string_view body);
+// instanceTypeSet: type, vCPUs, memory, GPUs (gpuInfo/gpus: name, manufacturer, count, memory).
+Ec2Outcome<InstanceTypesPage> ParseInstanceTypesReply(int http_status, std::string_view body);
 
 }  // namespace tessera::aws

@@ -34,6 +34,16 @@ Control (each POST answers {"ok": true} or 400 with {"error": ...}):
                       terminates or stops the instance in moto)
   /fault/imds         {"instance_id"}                     the instance whose metadata /latest/
                       serves (an IMDS belongs to one machine)
+  /fault/imds_role    {"role", "access_key_id", "secret_access_key", "token"?, "expiration"?}
+                      the instance role whose temporary keys IMDSv2 serves at
+                      /latest/meta-data/iam/security-credentials/[<role>]
+  /fault/join         {"kube_url", "token", "ca", "never_join"?: [types], "seconds"?: 0}
+                      play each instance's boot (a kubelet stand-in): once an instance is running
+                      (and `seconds` after launch), register a Ready Node for it with the fake
+                      Kubernetes API server, named by its private DNS name and labelled
+                      tessera.io/ec2-instance-id; instances of the `never_join` types never do.
+                      The Node of an instance that is terminated is deleted (as EKS's cloud node
+                      lifecycle controller does). {"kube_url": ""} stops it.
   GET /fault/stats    calls per action, throttled, capacity_errors, idempotent_replays,
                       signature_failures
 
@@ -64,6 +74,12 @@ What the proxy adds to moto, and where both still differ from EC2:
   - The `instance-lifecycle` filter fails with HTTP 500 in moto; the proxy takes it out of the
     request and applies it to each page itself (values as EC2's: "spot"; on-demand instances
     have no lifecycle and match no value), so such a page can also come back short.
+  - Joining: a real instance boots its image and user data, and its kubelet registers in minutes
+    (or never: a bad image, a wrong bootstrap token, no route to the API server); here the
+    proxy registers the Node itself, 0.2 s after the instance runs, with no kubelet, no
+    heartbeats and the capacity of the instance type as moto describes it.
+  - Instance role credentials: served as IMDS serves them (Code, AccessKeyId, SecretAccessKey,
+    Token, Expiration); real ones rotate about every hour.
   - Still as moto has it: DescribeInstances pages by reservation, not by instance; no Spot
     Instance request objects.
   - Error replies have EC2's shape: <Response><Errors><Error><Code/><Message/></Error></Errors>
@@ -179,6 +195,9 @@ class Faults:
         self.imds_instance = None
         self.imds_tokens = {}       # token -> expiry (monotonic)
         self.client_tokens = {}     # token -> (params without the token, reply body)
+        self.imds_role = None       # {"role", "access_key_id", ...}
+        self.join = None            # {"kube_url", "token", "ca", "never_join", "seconds"}
+        self.joined = {}            # instance id -> node name registered
         self.stats = {"calls": {}, "throttled": 0, "capacity_errors": 0,
                       "idempotent_replays": 0, "signature_failures": 0}
 
@@ -202,6 +221,86 @@ class Proxy(http.server.ThreadingHTTPServer):
         self.moto_host, self.moto_port = parsed.hostname, parsed.port
         self.verify_key, self.verify_secret = verify_key, verify_secret
         self.faults = faults or Faults()
+
+    def start_joiner(self):
+        if getattr(self, "joiner", None) is None:
+            self.joiner = threading.Thread(target=self.join_loop, daemon=True)
+            self.joiner.start()
+
+    def join_loop(self):
+        while True:
+            time.sleep(0.2)
+            with self.faults.lock:
+                join = self.faults.join
+                if join is None:
+                    continue
+            try:
+                self.join_once(join)
+            except Exception as problem:  # the next round tries again
+                if os.environ.get("EC2_FAULT_PROXY_LOG"):
+                    sys.stderr.write("ec2_fault_proxy: join: %r\n" % (problem,))
+
+    def join_once(self, join):
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Authorization":
+                   "AWS4-HMAC-SHA256 Credential=AKIDPROXY/20260101/us-east-1/ec2/aws4_request"}
+        body = urllib.parse.urlencode({"Action": "DescribeInstances", "Version": "2016-11-15"})
+        status, reply, _ = self.moto("POST", "/", body.encode(), headers)
+        if status != 200:
+            return
+        root = ET.fromstring(reply)
+        now = time.monotonic()
+        wanted, gone = {}, []
+        for reservation in children(child(root, "reservationSet"), "item"):
+            for item in children(child(reservation, "instancesSet"), "item"):
+                instance_id = text_of(item, "instanceId")
+                state = text_of(child(item, "instanceState"), "name")
+                with self.faults.lock:
+                    launched = self.faults.launched_at.get(instance_id, 0)
+                    pending = now - launched < max(self.faults.pending_seconds,
+                                                   float(join.get("seconds", 0)))
+                    known = instance_id in self.faults.joined
+                if state != "running":
+                    if known:
+                        gone.append(instance_id)
+                    continue
+                if known or pending or text_of(item, "instanceType") in join.get("never_join", []):
+                    continue
+                wanted[instance_id] = item
+        for instance_id, item in wanted.items():
+            name = text_of(item, "privateDnsName") or instance_id
+            tags = {text_of(t, "key"): text_of(t, "value")
+                    for t in children(child(item, "tagSet"), "item")}
+            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                "tessera.io/ec2-instance-id": instance_id,
+                "node.kubernetes.io/instance-type": text_of(item, "instanceType"),
+                "topology.kubernetes.io/zone": text_of(child(item, "placement"), "availabilityZone"),
+                "tessera.io/node-group": tags.get("tessera:node-group", "")}},
+                "status": {"capacity": {"cpu": "4", "memory": "16Gi"},
+                           "allocatable": {"cpu": "4", "memory": "16Gi"},
+                           "conditions": [{"type": "Ready", "status": "True"}]}}
+            if self.kube(join, "POST", "/api/v1/nodes", node) in (200, 201, 409):
+                with self.faults.lock:
+                    self.faults.joined[instance_id] = name
+        for instance_id in gone:
+            with self.faults.lock:
+                name = self.faults.joined.pop(instance_id, None)
+            if name:
+                self.kube(join, "DELETE", "/api/v1/nodes/" + name, None)
+
+    def kube(self, join, method, path, body):
+        url = urllib.parse.urlparse(join["kube_url"])
+        context = ssl.create_default_context(cafile=join.get("ca")) if url.scheme == "https" else None
+        connection = (http.client.HTTPSConnection(url.hostname, url.port, context=context, timeout=10)
+                      if context else http.client.HTTPConnection(url.hostname, url.port, timeout=10))
+        try:
+            connection.request(method, path, body=json.dumps(body).encode() if body else None,
+                               headers={"Authorization": "Bearer " + join["token"],
+                                        "Content-Type": "application/json"})
+            reply = connection.getresponse()
+            reply.read()
+            return reply.status
+        finally:
+            connection.close()
 
     def moto(self, method, path, body=b"", headers=None):
         connection = http.client.HTTPConnection(self.moto_host, self.moto_port, timeout=30)
@@ -295,6 +394,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due))}
             elif what == "imds":
                 faults.imds_instance = request["instance_id"]
+            elif what == "imds_role":
+                str(request["role"]), str(request["access_key_id"]), str(request["secret_access_key"])
+                faults.imds_role = dict(request)
+            elif what == "join":
+                faults.join = dict(request) if request.get("kube_url") else None
+                faults.joined = {} if faults.join else faults.joined
+                if faults.join:
+                    self.server.start_joiner()
             else:
                 return self.send_json(404, {"error": "no fault named " + what})
         self.send_json(200, {"ok": True})
@@ -321,6 +428,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(401, b"", "text/plain")
             if self.path == "/latest/meta-data/instance-id" and faults.imds_instance:
                 return self.send(200, faults.imds_instance.encode(), "text/plain")
+            role = faults.imds_role
+            if role and self.path == "/latest/meta-data/iam/security-credentials/":
+                return self.send(200, role["role"].encode(), "text/plain")
+            if role and self.path == "/latest/meta-data/iam/security-credentials/" + role["role"]:
+                return self.send(200, json.dumps({
+                    "Code": "Success", "Type": "AWS-HMAC", "AccessKeyId": role["access_key_id"],
+                    "SecretAccessKey": role["secret_access_key"], "Token": role.get("token", ""),
+                    "Expiration": role.get("expiration", time.strftime(
+                        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)))}).encode(),
+                    "text/plain")
             if self.path == "/latest/meta-data/spot/instance-action":
                 notice = faults.interruptions.get(faults.imds_instance)
                 if notice is None:

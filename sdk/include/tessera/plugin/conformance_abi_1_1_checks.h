@@ -171,8 +171,11 @@ inline std::string CheckProvisionEndsWithEvent(Context& c) {
   std::optional<v1::BackendEvent> end;
   const auto give_up = SteadyClock::now() + c.options.event_timeout;
   while (!end && SteadyClock::now() < give_up) {
+    // A capacity provider that is not an executor has no on_poll_events: it emits its events.
     v1::BackendEvents polled;
-    ExpectOk(c.host->PollEvents(&polled), "on_poll_events");
+    if (c.host->Declares(TESSERA_PLUGIN_KIND_EXECUTOR)) {
+      ExpectOk(c.host->PollEvents(&polled), "on_poll_events");
+    }
     end = c.host->WaitForEvent(ended, milliseconds(0));
     if (end) break;
     if (polled.next_event_us() > c.host->NowUs()) {
