@@ -22,9 +22,8 @@ class PluginCapacityProviders final : public CapacityProviders {
     std::vector<BurstGroup> out;
     for (const auto& backend : backends_) {
       if (!backend->info().capacity_provider) continue;
-      for (const v1::NodeGroup& g : backend->Status().node_groups()) {
-        out.push_back({backend->name(), g});
-      }
+      const v1::Backend status = backend->Status();  // the loop reads it: keep it alive.
+      for (const v1::NodeGroup& g : status.node_groups()) out.push_back({backend->name(), g});
     }
     return out;
   }

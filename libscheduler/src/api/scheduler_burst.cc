@@ -8,9 +8,8 @@
 namespace tessera {
 
 Status SchedulerImpl::OpenBurst() {
-  const bool any_provider =
-      std::any_of(backends_.begin(), backends_.end(),
-                  [](const auto& b) { return b->info().capacity_provider; });
+  const bool any_provider = std::any_of(backends_.begin(), backends_.end(),
+                                        [](const auto& b) { return b->info().capacity_provider; });
   if (!any_provider || !options_.elastic.enabled) return Status::Ok();
   burst_providers_ = std::make_unique<PluginCapacityProviders>(backends_);
   burst_ = std::make_unique<CloudBurst>(
@@ -24,7 +23,7 @@ Status SchedulerImpl::OpenBurst() {
   TESSERA_RETURN_IF_ERROR(store_->LoadBurstAccounts(&records));
   std::map<std::string, SpendLedger::Account> accounts;
   for (const v1::BurstAccountRecord& r : records) {
-    accounts[r.queue()] = {r.hour_index(), r.hour(),  r.day_index(),
+    accounts[r.queue()] = {r.hour_index(), r.hour(),        r.day_index(),
                            r.day(),        r.month_index(), r.month()};
   }
   burst_->Restore(accounts);

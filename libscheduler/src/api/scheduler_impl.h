@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "api/event_watches.h"
+#include "api/plugin_capacity_providers.h"
 #include "api/retention_sweeper.h"
 #include "api/waiting_reasons.h"
 #include "backends/backend_set.h"
 #include "backends/plugin_backend.h"
-#include "api/plugin_capacity_providers.h"
 #include "elastic/cloud_burst.h"
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
@@ -191,7 +191,7 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   Executor* executor_ = nullptr;                 // simulation_ or backend_set_.
   std::unique_ptr<RetentionSweeper> retention_;  // when Options::retention sets a bound.
   std::unique_ptr<PluginCapacityProviders> burst_providers_;  // with a capacity provider.
-  std::unique_ptr<CloudBurst> burst_;                // strand only.
+  std::unique_ptr<CloudBurst> burst_;                         // strand only.
 
   // Engine writes gathered on the strand, sent to the store as one write after the strand task
   // that made them and the tasks already queued behind it (transitions of one job in quick

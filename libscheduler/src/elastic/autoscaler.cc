@@ -97,8 +97,7 @@ Autoscaler::Answer Autoscaler::ScaleOut(const BurstDemand& demand, TimestampUs n
     }
     const double cost = nodes * g.price_per_hour() / useful;
     // Spot first: any usable spot group beats every on-demand one.
-    const bool better = !best || (spot && !best_spot) ||
-                        (spot == best_spot && cost < best_cost);
+    const bool better = !best || (spot && !best_spot) || (spot == best_spot && cost < best_cost);
     if (better) {
       best = i;
       best_nodes = nodes;
@@ -113,8 +112,8 @@ Autoscaler::Answer Autoscaler::ScaleOut(const BurstDemand& demand, TimestampUs n
   }
   if (BurstNodesCounted() + best_nodes > options_.max_nodes) {
     answer.kind = Answer::Kind::kBounded;
-    answer.note = "burst capacity is at elastic.max_nodes (" +
-                  std::to_string(options_.max_nodes) + ")";
+    answer.note =
+        "burst capacity is at elastic.max_nodes (" + std::to_string(options_.max_nodes) + ")";
     return answer;
   }
   while (!recent_requests_.empty() && recent_requests_.front() <= now - kMinuteUs) {
@@ -195,9 +194,10 @@ void Autoscaler::BackOff(size_t group, TimestampUs now) {
   GroupState& s = state_[group];
   const int factor = std::min(kMaxBackoffFactor, 1 << std::min(s.failures, 4));
   ++s.failures;
-  s.backoff_until = now + factor * std::chrono::duration_cast<std::chrono::microseconds>(
-                                       options_.group_backoff)
-                                       .count();
+  s.backoff_until =
+      now +
+      factor *
+          std::chrono::duration_cast<std::chrono::microseconds>(options_.group_backoff).count();
 }
 
 std::vector<std::string> Autoscaler::ScaleIn(const std::function<bool(const std::string&)>& idle,

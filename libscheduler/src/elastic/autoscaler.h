@@ -55,10 +55,10 @@ class Autoscaler {
 
   struct Answer {
     enum class Kind {
-      kAsked,      // a request was made now.
-      kUnderWay,   // a request for this job is under way.
-      kNoGroup,    // no group can hold the job (or all are refused).
-      kBounded,    // max_nodes or the request rate says no; retry_at says when to look again.
+      kAsked,     // a request was made now.
+      kUnderWay,  // a request for this job is under way.
+      kNoGroup,   // no group can hold the job (or all are refused).
+      kBounded,   // max_nodes or the request rate says no; retry_at says when to look again.
     };
     Kind kind = Kind::kNoGroup;
     std::string note;  // for the job's waiting reason.

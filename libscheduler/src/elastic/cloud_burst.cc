@@ -65,6 +65,13 @@ class CloudBurst::BurstStep final : public MakeRoomStep {
   }
 
   void Explain(const JobRecord& job, std::string& reason) const override {
+    if (burst_.autoscaler_.empty()) return;
+    // A spent budget is said for any job of the queue, a dry run's too (it has no note).
+    const std::string& queue = burst_.engine_.QueueName(job.queue);
+    if (std::optional<std::string> why = burst_.ledger_.Refusal(queue, burst_.clock_.NowUs())) {
+      reason += "; no burst capacity for it: " + *why;
+      return;
+    }
     auto it = notes_.find(job.id);
     if (it != notes_.end() && !it->second.empty()) reason += "; " + it->second;
   }
@@ -91,8 +98,8 @@ class CloudBurst::BurstStep final : public MakeRoomStep {
 };
 
 CloudBurst::CloudBurst(const ElasticOptions& options, Engine& engine, const Clock& clock,
-                       CapacityProviders& providers, std::string request_prefix,
-                       SaveAccounts save, LogOptions log)
+                       CapacityProviders& providers, std::string request_prefix, SaveAccounts save,
+                       LogOptions log)
     : options_(options),
       engine_(engine),
       clock_(clock),

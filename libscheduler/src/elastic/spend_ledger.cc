@@ -83,8 +83,7 @@ void SpendLedger::SetRates(const std::map<std::string, double>& rates) {
   for (const auto& [name, rate] : rates) accounts_[name].rate_per_hour = rate;
 }
 
-std::optional<std::string> SpendLedger::RefusalOf(const std::string& name,
-                                                  TimestampUs now) const {
+std::optional<std::string> SpendLedger::RefusalOf(const std::string& name, TimestampUs now) const {
   auto budget = budgets_.find(name);
   if (budget == budgets_.end()) return std::nullopt;
   const v1::BurstBudget& b = budget->second;

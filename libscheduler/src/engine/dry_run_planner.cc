@@ -135,7 +135,7 @@ class Engine::DryRunPlanner {
     }
     // What the other steps (burst capacity) know of the wait, without asking them to act.
     for (const std::unique_ptr<MakeRoomStep>& step : e_.make_room_steps_) {
-      if (Serves(step->reach(), attempt)) step->Explain(job_, result.reason);
+      step->Explain(job_, result.reason);
     }
     if (ahead > 0) return WaitForTurn("; " + result.reason + preemption_note);
     return WaitForRoom(result.reason + preemption_note);

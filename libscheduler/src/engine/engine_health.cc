@@ -230,7 +230,8 @@ std::optional<std::vector<std::string>> Engine::TaskQueuesOn(const std::string& 
   }
   // Tasks placed but not started yet hold the node too; whose they are is not indexed by node,
   // so they are left out (the node is not idle while they are there).
-  for (int i = static_cast<int>(queues.size()); i < node->running_tasks(); ++i) queues.push_back("");
+  for (int i = static_cast<int>(queues.size()); i < node->running_tasks(); ++i)
+    queues.push_back("");
   return queues;
 }
 

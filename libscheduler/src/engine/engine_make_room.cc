@@ -137,8 +137,9 @@ Engine::PlacementAfterSteps Engine::PlaceMakingRoom(JobRecord& job, const TaskSh
     }
   }
   if (!out.result.placed() && !out.room_coming) {
+    // Every step may know something of the wait, also one this attempt did not ask.
     for (const std::unique_ptr<MakeRoomStep>& step : make_room_steps_) {
-      if (Serves(step->reach(), attempt)) step->Explain(job, out.result.reason);
+      step->Explain(job, out.result.reason);
     }
   }
   return out;
