@@ -454,7 +454,7 @@ TEST_CASE("errors: the messages docs/errors.md quotes, exactly") {
   auto newer = Scheduler::Open(options);
   CHECK(newer.status().code() == StatusCode::kFailedPrecondition);
   CHECK(newer.status().message() == "store '" + options.store.path +
-                                        "' has schema version 99, newer than this build's 4; use "
+                                        "' has schema version 99, newer than this build's 5; use "
                                         "a newer Tessera or restore a backup");
 }
 

@@ -1,6 +1,6 @@
 // Plugin ABI 1.1 through the public API, in virtual time: plugins built against the 1.0 SDK
 // still load and run jobs (in process and isolated); a capacity provider's spot interruption
-// notice cordons its node and the node's job is requeued when the node goes; a re-partition that
+// notice cordons its node and requeues the node's job at once; a re-partition that
 // fails for its GPU leaves the scheduler with the layout the GPU really has; a capacity
 // provider's node groups are visible. The sim plugin (plugins/sim) and the test backend built
 // against abi_1_0 (tests/plugins/CMakeLists.txt) are the backends.
@@ -81,7 +81,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("ABI 1.1: a spot interruption cordons its node; the job there is requeued as it goes") {
+TEST_CASE("ABI 1.1: a spot interruption cordons its node and requeues the job there") {
   // spot-0 is there from the start; at 1 s its cloud says it takes it back 10 s later; steady-0
   // joins at 20 s.
   Options options;
@@ -103,16 +103,17 @@ TEST_CASE("ABI 1.1: a spot interruption cordons its node; the job there is reque
 
   t.clock->AdvanceUs(1'000'000);
   t->WaitIdle();
-  // Noticed: nothing new goes there, but the job runs on until the node leaves.
+  // Noticed: nothing new goes there, and the job there gets its checkpoint notice (no grace
+  // here) and is requeued at once, not when the node leaves.
   CHECK(NodeNamed(s, "spot-0").status().cordoned());
   CHECK(EventSays(s, "spot interruption reported by backend 'cloud'"));
-  CHECK(MustGet(s, job).status().state() == v1::RUNNING);
+  const v1::Job requeued = MustGet(s, job);
+  CHECK(requeued.status().state() == v1::PENDING);
+  CHECK(requeued.status().preemptions() == 0);
 
   t.clock->AdvanceUs(10'000'000);
   t->WaitIdle();
   CHECK(NodeNamed(s, "spot-0").spec().name().empty());  // gone.
-  const v1::Job requeued = MustGet(s, job);
-  CHECK(requeued.status().state() == v1::PENDING);
 
   t.clock->AdvanceUs(9'000'000);
   t->WaitIdle();

@@ -267,6 +267,40 @@ struct JobSizeLimits {
   int64_t max_spec_bytes = 256 * 1024;
 };
 
+// Cloud burst (docs/cloud-burst.md): when a queue's head cannot fit the nodes there are and has
+// waited scale_out_after, nodes are asked of a capacity provider among the backends (a plugin
+// with on_provision: the sim plugin's capacity groups, plugins/aws-ec2), in the node group that
+// costs least per useful GPU-hour for the job's shape, spot first where the job may run on spot.
+// Burst nodes idle for scale_in_after are drained and given back. Nothing here matters without a
+// capacity provider; private nodes are never scaled.
+struct ElasticOptions {
+  // Ask for burst capacity at all (with a capacity provider configured).
+  bool enabled = true;
+  // A queue head that does not fit waits this long (since it was submitted, or requeued by a
+  // spot interruption with its original submit time) before burst nodes are asked for it.
+  // Shorter bursts sooner and pays for peaks private capacity would have absorbed.
+  std::chrono::seconds scale_out_after{120};
+  // A burst node without tasks for this long is drained and deprovisioned.
+  std::chrono::seconds scale_in_after{600};
+  // Most burst nodes at once (present and asked for), over every group; > 0.
+  int max_nodes = 64;
+  // Most provisioning requests started in any minute; > 0.
+  int max_requests_per_minute = 6;
+  // A spot group priced above this per node-hour is not used (on-demand instead); unset: no
+  // limit.
+  std::optional<double> max_spot_price_per_hour;
+  // A node group whose request failed, or whose spot node was interrupted, is not asked again
+  // for this long; each further failure within it doubles it, up to 16 times.
+  std::chrono::seconds group_backoff{300};
+  // How often burst nodes are charged (by the tasks on them) and checked for idleness; > 0.
+  std::chrono::seconds metering_interval{60};
+  // The scheduler's own spend limits on burst capacity, beside each queue's
+  // (QueueSpec.burst_budget); each unset field is no limit.
+  std::optional<double> budget_per_hour;
+  std::optional<double> budget_per_day;
+  std::optional<double> budget_per_month;
+};
+
 struct Options {
   StoreOptions store;
   FairShareOptions fair_share;
@@ -274,6 +308,7 @@ struct Options {
   EngineOptions engine;
   PreemptionOptions preemption;
   GpuHealthOptions gpu_health;
+  ElasticOptions elastic;
 
   // Priority classes jobs may name; a job naming none gets default_priority_class.
   std::vector<PriorityClass> priority_classes = DefaultPriorityClasses();

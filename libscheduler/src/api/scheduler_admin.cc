@@ -60,7 +60,7 @@ Status SchedulerImpl::CreateQueue(const v1::QueueSpec& spec) {
         v1::Event event = QueueEvent(v1::QUEUE_CREATED, spec.name(), now);
         return t.AppendEvent(event).status();
       },
-      [this, spec] { return engine_->CreateQueue(spec); });
+      [this, spec] { return ApplyQueueSpec(spec, engine_->CreateQueue(spec)); });
 }
 
 Status SchedulerImpl::UpdateQueue(const v1::QueueSpec& spec) {
@@ -77,7 +77,7 @@ Status SchedulerImpl::UpdateQueue(const v1::QueueSpec& spec) {
         v1::Event event = QueueEvent(v1::QUEUE_UPDATED, spec.name(), now);
         return t.AppendEvent(event).status();
       },
-      [this, spec] { return engine_->UpdateQueue(spec); });
+      [this, spec] { return ApplyQueueSpec(spec, engine_->UpdateQueue(spec)); });
 }
 
 Status SchedulerImpl::DeleteQueue(const std::string& name) {
@@ -99,18 +99,32 @@ Status SchedulerImpl::DeleteQueue(const std::string& name) {
         v1::Event event = QueueEvent(v1::QUEUE_DELETED, name, now);
         return t.AppendEvent(event).status();
       },
-      [this, name] { return engine_->DeleteQueue(name); });
+      [this, name] {
+        Status deleted = engine_->DeleteQueue(name);
+        if (deleted.ok() && burst_) burst_->ForgetQueue(name);
+        return deleted;
+      });
 }
 
 StatusOr<v1::Queue> SchedulerImpl::GetQueue(const std::string& name) {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
-  return Call<StatusOr<v1::Queue>>([&] { return engine_->Queue(name); }, ShuttingDown());
+  return Call<StatusOr<v1::Queue>>(
+      [&]() -> StatusOr<v1::Queue> {
+        TESSERA_ASSIGN_OR_RETURN(v1::Queue queue, engine_->Queue(name));
+        return WithBurstSpend(std::move(queue));
+      },
+      ShuttingDown());
 }
 
 StatusOr<std::vector<v1::Queue>> SchedulerImpl::ListQueues() {
   TESSERA_RETURN_IF_ERROR(CheckOpen());
   return Call<StatusOr<std::vector<v1::Queue>>>(
-      [&]() -> StatusOr<std::vector<v1::Queue>> { return engine_->Queues(); }, ShuttingDown());
+      [&]() -> StatusOr<std::vector<v1::Queue>> {
+        std::vector<v1::Queue> queues = engine_->Queues();
+        for (v1::Queue& q : queues) q = WithBurstSpend(std::move(q));
+        return queues;
+      },
+      ShuttingDown());
 }
 
 // --- Nodes -------------------------------------------------------------------------------------

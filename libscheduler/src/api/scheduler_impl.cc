@@ -114,7 +114,15 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
       LogWarning(options_.log, "telemetry from plugin dropped: {}", status.message());
   };
   host.on_inventory = [this, member](const InventoryDiff& diff) {
-    TakeInventoryChange(backend_set_->TakeChange(member, diff), backend_set_->name(member));
+    InventoryDiff change = backend_set_->TakeChange(member, diff);
+    TakeBurstNodes(member, change.added);
+    TakeBurstNodes(member, change.changed);
+    TakeInventoryChange(change, backend_set_->name(member));
+    if (burst_) burst_->TakeLeft(change.removed);
+  };
+  host.on_provisioned = [this](const std::string& request_id, bool succeeded,
+                               const std::string& why) {
+    if (burst_) burst_->ProvisionEnded(request_id, succeeded, why);
   };
   host.fencing_epoch = options_.fencing_epoch;
   host.on_interruption = [this, member](const std::string& node, int64_t deadline_us,
@@ -127,6 +135,7 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
                  backend_set_->name(member), node);
       return;
     }
+    if (burst_) burst_->Interrupted(node);
     const int64_t left_s = std::max<int64_t>(0, (deadline_us - clock_->NowUs()) / 1'000'000);
     engine_->InterruptNode(node, "spot interruption reported by backend '" +
                                      backend_set_->name(member) + "': " + why +
@@ -164,7 +173,11 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
     const std::set<TaskRef> forgotten = backend_set_->ForgetTasks(member);
     backend_set_->Replace(member, fresh);
     backend_set_->TakeLiveTasks(member, live);
-    TakeInventoryChange(backend_set_->TakeChange(member, diff), backend_set_->name(member));
+    InventoryDiff change = backend_set_->TakeChange(member, diff);
+    TakeBurstNodes(member, change.added);
+    TakeBurstNodes(member, change.changed);
+    TakeInventoryChange(change, backend_set_->name(member));
+    if (burst_) burst_->TakeLeft(change.removed);
     engine_->RegainNodes(backend_set_->NodesOf(member), forgotten, live);
   };
   return host;
@@ -224,7 +237,7 @@ Status SchedulerImpl::OpenBackends() {
     backends_[i]->executor()->Poll();
   }
   executor_ = backend_set_.get();
-  return Status::Ok();
+  return OpenBurst();
 }
 
 void SchedulerImpl::TakeInventoryChange(const InventoryDiff& diff, const std::string& backend) {
@@ -258,7 +271,16 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
   engine_->SetExecutor(executor_);
 
   // The decision thread is not running yet, so the engine is used directly here.
-  TESSERA_RETURN_IF_ERROR(engine_->AddNodes(executor_->Inventory()));
+  std::vector<v1::NodeSpec> inventory = executor_->Inventory();
+  if (burst_) {
+    // Nodes a capacity provider still has (after a restart) are burst nodes again.
+    for (v1::NodeSpec& node : inventory) {
+      std::vector<v1::NodeSpec> one{node};
+      TakeBurstNodes(backend_set_->OwnerOf(node.name()), one);
+      node = std::move(one[0]);
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(engine_->AddNodes(inventory));
   std::vector<store::NodeFlags> flags;
   TESSERA_RETURN_IF_ERROR(store_->LoadNodeFlags(&flags));
   for (const store::NodeFlags& f : flags) {
@@ -289,7 +311,9 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
   for (const v1::QueueSpec& spec : queues) {
     Status status = engine_->CreateQueue(spec);
     if (!status.ok()) return status.WithContext("reloading queue '" + spec.name() + "'");
+    if (burst_) burst_->SetQueueBudget(spec.name(), spec.burst_budget());
   }
+  if (burst_) burst_->RefreshRefusals();
 
   const std::vector<TaskRef> live_tasks = executor_->LiveTasks();
   const std::set<TaskRef> live(live_tasks.begin(), live_tasks.end());

@@ -12,6 +12,7 @@
 #include <boost/asio/strand.hpp>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,10 +21,12 @@
 #include <vector>
 
 #include "api/event_watches.h"
+#include "api/plugin_capacity_providers.h"
 #include "api/retention_sweeper.h"
 #include "api/waiting_reasons.h"
 #include "backends/backend_set.h"
 #include "backends/plugin_backend.h"
+#include "elastic/cloud_burst.h"
 #include "engine/engine.h"
 #include "engine/simulated_executor.h"
 #include "store/store.h"
@@ -105,6 +108,18 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   Status Recover(const std::vector<v1::NodeSpec>& nodes);
   // Opens every backend Options lists and puts them in one set, the engine's executor.
   Status OpenBackends();
+  // Cloud burst (scheduler_burst.cc), when a backend is a capacity provider and
+  // ElasticOptions::enabled: the providers behind CapacityProviders, and CloudBurst with the
+  // spend the store kept.
+  Status OpenBurst();
+  // Saves the burst accounts (a store write; strand).
+  void SaveBurstAccounts(const std::map<std::string, SpendLedger::Account>& accounts);
+  // Labels the burst nodes among `nodes` of backend `member` (strand, or before it runs).
+  void TakeBurstNodes(BackendSet::Member member, std::vector<v1::NodeSpec>& nodes);
+  // After a queue change took effect (`applied` OK): its burst budget (strand).
+  Status ApplyQueueSpec(const v1::QueueSpec& spec, Status applied);
+  // The queue with its burst spend (strand).
+  v1::Queue WithBurstSpend(v1::Queue queue) const;
   // How backend `member` reaches the scheduler: its reports, its loss and its restart.
   PluginBackend::Host BackendHost(BackendSet::Member member);
   // Strand: a backend's nodes changed; the engine takes the change, and nodes that join get the
@@ -175,6 +190,8 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   std::unique_ptr<BackendSet> backend_set_;
   Executor* executor_ = nullptr;                 // simulation_ or backend_set_.
   std::unique_ptr<RetentionSweeper> retention_;  // when Options::retention sets a bound.
+  std::unique_ptr<PluginCapacityProviders> burst_providers_;  // with a capacity provider.
+  std::unique_ptr<CloudBurst> burst_;                         // strand only.
 
   // Engine writes gathered on the strand, sent to the store as one write after the strand task
   // that made them and the tasks already queued behind it (transitions of one job in quick

@@ -75,6 +75,7 @@ StatusOr<std::unique_ptr<PluginExecutor>> PluginBackend::StartExecutor(
   wiring.on_inventory = host_.on_inventory;
   wiring.fencing_epoch = host_.fencing_epoch;
   wiring.on_interruption = host_.on_interruption;
+  wiring.on_provisioned = host_.on_provisioned;
   wiring.operations = operations_;
   wiring.on_foreign_partition_started = host_.on_foreign_partition_started;
   wiring.on_foreign_partition_result = host_.on_foreign_partition_result;

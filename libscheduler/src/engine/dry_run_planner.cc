@@ -100,6 +100,7 @@ class Engine::DryRunPlanner {
     }
 
     e_.reservation_filter_->SetPlacing(job_.id, job_.EndsByIfStartedAt(now_));
+    e_.placer_.SetBurstAccess(e_.queues_.BurstRefusal(job_.queue).empty(), e_.SpotAllowed(job_));
     PlacementResult result = e_.placer_.Place(quota.narrowed ? *quota.narrowed : job_.shape,
                                               min_tasks, quota.allowed, job_.same_node);
     e_.reservation_filter_->SetPlacing(0, std::nullopt);
@@ -131,6 +132,10 @@ class Engine::DryRunPlanner {
         preemption_note = "; lower-priority work may be stopped for it in " +
                           SecondsFrom(search.retry_at, now_) + " (preemption guards)";
       }
+    }
+    // What the other steps (burst capacity) know of the wait, without asking them to act.
+    for (const std::unique_ptr<MakeRoomStep>& step : e_.make_room_steps_) {
+      step->Explain(job_, result.reason);
     }
     if (ahead > 0) return WaitForTurn("; " + result.reason + preemption_note);
     return WaitForRoom(result.reason + preemption_note);

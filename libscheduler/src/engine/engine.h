@@ -135,8 +135,10 @@ class Engine final : public ExecutorEvents {
   // requeued as lost (not counted against its attempts). Other nodes are not touched.
   void LoseNodes(const std::vector<std::string>& names, const std::string& why);
   // The node's cloud takes it back soon (a spot interruption notice): nothing new is placed
-  // there, in memory only (the node leaves anyway), and the notice goes to the event log. Its
-  // tasks run on until the node leaves the inventory; then they are lost, their jobs requeued.
+  // there, in memory only (the node leaves anyway), and the notice goes to the event log. The
+  // jobs running there get their checkpoint notice and grace (checkpoint_grace_s) as preempted
+  // jobs do and are requeued with their original submit time, not counted as a preemption or
+  // an attempt.
   void InterruptNode(const std::string& name, const std::string& why);
   // The backend's restarted plugin took over `names`: those LoseNodes cordoned are uncordoned
   // (unless an operator set their flags since); `forgotten`, the tasks the lost plugin was
@@ -181,6 +183,26 @@ class Engine final : public ExecutorEvents {
   // and leaving every one of them as it was. Errors: NOT_FOUND (the queue is gone),
   // FAILED_PRECONDITION (it is not a leaf), as a submit's would be.
   StatusOr<v1::DryRunResult> DryRun(const v1::Job& job);
+
+  // --- Burst capacity (elastic/cloud_burst.h drives these; set-up calls before the first
+  // decision).
+  // Adds `step` to the make-room steps, before "reserve" (which takes nothing from anyone, so
+  // it stays the last resort).
+  void AddMakeRoomStep(std::unique_ptr<MakeRoomStep> step);
+  const GpuModels& gpu_models() const { return cluster_.models(); }
+  const std::string& QueueName(QueueId q) const { return queues_.Name(q); }
+  // Whether `job` may run on spot capacity: JobSpec.allow_spot, else the nearest allow_spot on
+  // its queue's path, else whether it checkpoints (checkpoint_grace_s > 0).
+  bool SpotAllowed(const JobRecord& job) const;
+  // Jobs of `queue` (its subtree included) are not placed on burst nodes while `why` is set
+  // (a spent budget); empty lets them again. NOT_FOUND: no such queue.
+  Status SetBurstRefusal(const std::string& queue, std::string why);
+  // Why jobs of `queue` may not use burst capacity now; empty: they may.
+  const std::string& BurstRefusal(QueueId queue) const { return queues_.BurstRefusal(queue); }
+  // Queues blocked on capacity look again (burst capacity may now be asked for them).
+  void RetryBlockedQueues();
+  // The queue of each live task on `node` (one entry per task); nullopt for a node not present.
+  std::optional<std::vector<std::string>> TaskQueuesOn(const std::string& node) const;
 
  private:
   // The planner behind DryRun, in its own file; it reads engine state and changes none.

@@ -168,6 +168,7 @@ Engine::PlaceAttempt Engine::TryPlace(QueueId leaf, JobRecord& job, MakeRoomAtte
 
   // Nodes reserved for another job are open to this one only if it ends before they are needed.
   reservation_filter_->SetPlacing(job.id, job.EndsByIfStartedAt(clock_.NowUs()));
+  placer_.SetBurstAccess(queues_.BurstRefusal(job.queue).empty(), SpotAllowed(job));
   // Where it does not fit, the make-room steps try in order (engine_make_room.cc); the queue's
   // head gets every step, other attempts only those that stop nobody (and reclaim, behind a
   // head no step could serve).

@@ -44,6 +44,7 @@ void Engine::GrowElastic() {
         narrowed->models = in_quota.models;
       }
       reservation_filter_->SetPlacing(job->id, std::nullopt);
+      placer_.SetBurstAccess(queues_.BurstRefusal(job->queue).empty(), SpotAllowed(*job));
       PlacementResult result =
           placer_.Place(narrowed ? *narrowed : job->shape, step, step, job->same_node);
       if (!result.placed() ||

@@ -203,6 +203,36 @@ void Engine::InterruptNode(const std::string& name, const std::string& why) {
   node.set_cordoned(true);
   placer_.Refresh(node.id());
   PersistNodeEvent(name, why);
+  // Its jobs get their checkpoint notice and grace now, as preempted jobs do, and are requeued
+  // with their original submit time; the interruption is not theirs, so it counts neither as a
+  // preemption nor against their attempts.
+  if (node.id() >= tasks_by_node_.size()) return;
+  std::vector<uint64_t> jobs;
+  for (const auto& [job_id, index] : tasks_by_node_[node.id()]) jobs.push_back(job_id);
+  std::sort(jobs.begin(), jobs.end());
+  jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
+  for (uint64_t id : jobs) {
+    JobRecord& job = jobs_.at(id);
+    if (job.preempting) continue;
+    Preempt(job, "node '" + name + "' is being taken back (" + why + "); requeued",
+            /*count_as_preemption=*/false);
+  }
+}
+
+std::optional<std::vector<std::string>> Engine::TaskQueuesOn(const std::string& name) const {
+  const NodeState* node = cluster_.Find(name);
+  if (node == nullptr || !node->present()) return std::nullopt;
+  std::vector<std::string> queues;
+  if (node->id() < tasks_by_node_.size()) {
+    for (const auto& [job_id, index] : tasks_by_node_[node->id()]) {
+      queues.push_back(queues_.Name(jobs_.at(job_id).queue));
+    }
+  }
+  // Tasks placed but not started yet hold the node too; whose they are is not indexed by node,
+  // so they are left out (the node is not idle while they are there).
+  for (int i = static_cast<int>(queues.size()); i < node->running_tasks(); ++i)
+    queues.push_back("");
+  return queues;
 }
 
 void Engine::RegainNodes(const std::vector<std::string>& names, const std::set<TaskRef>& forgotten,

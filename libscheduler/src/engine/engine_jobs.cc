@@ -123,6 +123,7 @@ void Engine::FillRecord(const v1::Job& stored, QueueId queue, JobRecord& job) co
   }
   job.same_node = spec.topology().tasks_same_node();
   job.idle_gpu_exempt = spec.idle_gpu_exempt();
+  if (spec.has_allow_spot()) job.allow_spot = spec.allow_spot();
   job.grace_ms = spec.checkpoint_grace_s() * 1000;
   job.time_limit_us = spec.time_limit_s() * 1'000'000;
   job.checkpoint_every_us = spec.simulation().checkpoint_every_ms() * 1000;

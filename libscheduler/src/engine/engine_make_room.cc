@@ -10,6 +10,7 @@
 // Re-shaping idle instances stops nobody, so it comes first; preemption stops whole-GPU and
 // shared work before a MIG GPU is drained, which always stops whole jobs; a reservation takes
 // nothing from anyone now, so it is the last resort.
+#include <algorithm>
 #include <memory>
 
 #include "engine/engine.h"
@@ -93,6 +94,32 @@ std::vector<std::unique_ptr<MakeRoomStep>> Engine::DefaultMakeRoomSteps() {
   return steps;
 }
 
+void Engine::AddMakeRoomStep(std::unique_ptr<MakeRoomStep> step) {
+  auto reserve = std::find_if(make_room_steps_.begin(), make_room_steps_.end(),
+                              [](const auto& s) { return s->name() == "reserve"; });
+  make_room_steps_.insert(reserve, std::move(step));
+}
+
+bool Engine::SpotAllowed(const JobRecord& job) const {
+  if (job.allow_spot) return *job.allow_spot;
+  if (std::optional<bool> queue = queues_.AllowSpot(job.queue)) return *queue;
+  return job.grace_ms > 0;
+}
+
+Status Engine::SetBurstRefusal(const std::string& queue, std::string why) {
+  const std::optional<QueueId> q = queues_.Find(queue);
+  if (!q) return NotFoundError("queue '" + queue + "' does not exist");
+  const bool lifted = !queues_.BurstRefusal(*q).empty() && why.empty();
+  queues_.SetBurstRefusal(*q, std::move(why));
+  if (lifted) RetryBlockedQueues();
+  return Status::Ok();
+}
+
+void Engine::RetryBlockedQueues() {
+  capacity_freed_ = true;
+  host_.RequestDecisions();
+}
+
 Engine::PlacementAfterSteps Engine::PlaceMakingRoom(JobRecord& job, const TaskShape& shape,
                                                     int min_tasks, int allowed,
                                                     MakeRoomAttempt attempt) {
@@ -107,6 +134,12 @@ Engine::PlacementAfterSteps Engine::PlaceMakingRoom(JobRecord& job, const TaskSh
     } else if (outcome == MakeRoomOutcome::kRoomComing) {
       out.room_coming = true;
       break;
+    }
+  }
+  if (!out.result.placed() && !out.room_coming) {
+    // Every step may know something of the wait, also one this attempt did not ask.
+    for (const std::unique_ptr<MakeRoomStep>& step : make_room_steps_) {
+      step->Explain(job, out.result.reason);
     }
   }
   return out;

@@ -60,6 +60,7 @@ struct JobRecord {
   ElasticSizes sizes{1, 1};
   bool same_node = false;
   bool idle_gpu_exempt = false;     // JobSpec.idle_gpu_exempt (honoured where the queue allows).
+  std::optional<bool> allow_spot;   // JobSpec.allow_spot, when set.
   int64_t grace_ms = 0;             // notice given before a stop turns into a kill.
   int64_t time_limit_us = 0;        // 0 = none.
   int64_t checkpoint_every_us = 0;  // simulation: checkpoints this often while running.

@@ -15,6 +15,7 @@
 // Thread safety: steps run on the decision strand only, one at a time.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace tessera {
@@ -82,6 +83,11 @@ class MakeRoomStep {
   // be placed (its gang minimum, or one more task of a started job). `attempt` is one the
   // step's reach serves.
   virtual MakeRoomOutcome MakeRoom(JobRecord& job, int min_tasks, MakeRoomAttempt attempt) = 0;
+
+  // The job still waits after the steps were asked (or a dry run asks what would happen):
+  // appends what this step knows of its wait to `reason` ("; burst capacity asked for it: ..."),
+  // changing nothing. Most steps have nothing to add.
+  virtual void Explain(const JobRecord& /*job*/, std::string& /*reason*/) const {}
 };
 
 }  // namespace tessera

@@ -610,4 +610,12 @@ v1::QueueStatus QueueTree::StatusOf(QueueId q) const {
   return status;
 }
 
+std::optional<bool> QueueTree::AllowSpot(QueueId q) const {
+  while (q != kRoot) {
+    if (nodes_[q].spec.has_allow_spot()) return nodes_[q].spec.allow_spot();
+    q = nodes_[q].parent;
+  }
+  return std::nullopt;
+}
+
 }  // namespace tessera

@@ -96,6 +96,12 @@ class QueueTree {
   const v1::QueueSpec& Spec(QueueId q) const { return nodes_[q].spec; }
   // The queue above `q` (kRoot for a top-level queue; the root's own is kRoot).
   QueueId Parent(QueueId q) const { return nodes_[q].parent; }
+  // Why the queue's jobs may not use burst capacity (its burst budget, or an ancestor's, is
+  // spent: elastic/spend_ledger.h); empty while they may. Set from outside the tree.
+  void SetBurstRefusal(QueueId q, std::string why) { nodes_[q].burst_refusal = std::move(why); }
+  const std::string& BurstRefusal(QueueId q) const { return nodes_[q].burst_refusal; }
+  // JobSpec.allow_spot's default for a job of `q`: the nearest allow_spot set on its path.
+  std::optional<bool> AllowSpot(QueueId q) const;
   // Every live queue except the root, parents before children.
   std::vector<QueueId> All() const;
 
@@ -214,6 +220,7 @@ class QueueTree {
     int64_t running_jobs = 0;
     int64_t pending_jobs = 0;  // in state PENDING, the subtree (AdjustPendingJobs).
     Block blocked = Block::kNone;
+    std::string burst_refusal;
   };
 
   // Interns the models of spec.gpu_models. Errors: RESOURCE_EXHAUSTED.

@@ -4,6 +4,15 @@
 #include "tessera/gpu/vgpu_types.h"
 
 namespace tessera {
+namespace {
+
+BurstMarket BurstMarketOf(const v1::NodeSpec& spec) {
+  auto it = spec.labels().find(kBurstMarketLabel);
+  if (it == spec.labels().end()) return BurstMarket::kNone;
+  return it->second == "spot" ? BurstMarket::kSpot : BurstMarket::kOnDemand;
+}
+
+}  // namespace
 
 Status ValidateNodeSpec(const v1::NodeSpec& spec) {
   if (spec.name().empty()) return InvalidArgumentError("node.name: must not be empty");
@@ -205,6 +214,7 @@ StatusOr<NodeIndexId> Cluster::AddNode(const v1::NodeSpec& spec) {
   taints_and_zone_[id].set_zone(spec.zone());
   nodes_[id].set_labels(
       std::make_shared<const NodeLabels>(MakeNodeLabels(spec, label_dictionary_)));
+  nodes_[id].set_burst(BurstMarketOf(spec));
   capacity_ += nodes_[id].Capacity();
   capacity_by_model_.Add(nodes_[id].model(), nodes_[id].Capacity().gpu_milli());
   return id;
@@ -228,6 +238,7 @@ void Cluster::SetLabelsAndTaints(NodeIndexId id, const v1::NodeSpec& spec) {
   taints_and_zone_[id].set_zone(spec.zone());
   nodes_[id].set_labels(
       std::make_shared<const NodeLabels>(MakeNodeLabels(spec, label_dictionary_)));
+  nodes_[id].set_burst(BurstMarketOf(spec));
 }
 
 NodeState* Cluster::Find(const std::string& name) {

@@ -53,6 +53,13 @@ enum class DevicePreference {
   kLoosest,   // the emptiest ones (spread).
 };
 
+// Whether a node is burst capacity (a capacity provider added it), and of which market. Set
+// from the node's label kBurstMarketLabel ("spot" or "on-demand"), which the scheduler gives the
+// nodes of a capacity provider's node groups as they join.
+enum class BurstMarket : uint8_t { kNone, kOnDemand, kSpot };
+inline constexpr const char* kBurstMarketLabel = "tessera.io/burst-market";
+inline constexpr const char* kNodeGroupLabel = "tessera.io/node-group";
+
 class NodeState {
  public:
   static constexpr int kMaxGpus = 32;
@@ -78,6 +85,8 @@ class NodeState {
   // The same as labels().hard_taints and labels().soft_taints, kept here so that a job without
   // placement terms reads no more than the node itself.
   bool hard_taints() const { return hard_taints_; }
+  BurstMarket burst() const { return burst_; }
+  void set_burst(BurstMarket market) { burst_ = market; }
   bool soft_taints() const { return soft_taints_; }
 
   int64_t cpu_free() const { return cpu_free_; }
@@ -158,6 +167,7 @@ class NodeState {
   bool cordoned_ = false;
   bool draining_ = false;
   bool hard_taints_ = false;
+  BurstMarket burst_ = BurstMarket::kNone;
   bool soft_taints_ = false;
   bool present_ = true;
   bool reshape_pending_ = false;

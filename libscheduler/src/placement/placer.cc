@@ -51,7 +51,7 @@ void Placer::Forget(NodeIndexId id) {
 
 std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
                                                   const TaskShape& shape) const {
-  if (!Admits(shape, node)) return std::nullopt;
+  if (!Admits(shape, node) || !AdmitsBurst(node)) return std::nullopt;
   for (const auto& filter : filters_) {
     if (!filter->Accept(node, shape)) return std::nullopt;
   }
@@ -59,7 +59,7 @@ std::optional<ScoredAllocation> Placer::FitOnNode(const NodeState& node,
 }
 
 bool Placer::Fits(const NodeState& node, const TaskShape& shape) const {
-  if (!Admits(shape, node)) return false;
+  if (!Admits(shape, node) || !AdmitsBurst(node)) return false;
   for (const auto& filter : filters_) {
     if (!filter->Accept(node, shape)) return false;
   }

@@ -59,6 +59,14 @@ class Placer {
   // `same_node`. On success the allocations are applied to the cluster and the index.
   PlacementResult Place(const TaskShape& shape, int min_tasks, int max_tasks, bool same_node);
 
+  // Which burst nodes (NodeState::burst) the job about to be placed may use: any (its queue is
+  // within its burst budget), and of those the spot ones only if it may run on spot. Private
+  // nodes take every job. Holds until the next call.
+  void SetBurstAccess(bool burst, bool spot) {
+    burst_allowed_ = burst;
+    spot_allowed_ = spot;
+  }
+
   // Applies or releases one allocation, keeping the index current.
   void Apply(const TaskAllocation& allocation);
   void Release(const TaskAllocation& allocation);
@@ -98,6 +106,19 @@ class Placer {
   std::unique_ptr<Scorer> scorer_;
   std::vector<std::unique_ptr<NodeFilter>> filters_;
   std::optional<uint64_t> tie_order_seed_;
+  bool burst_allowed_ = true;
+  bool spot_allowed_ = true;
+  bool AdmitsBurst(const NodeState& node) const {
+    switch (node.burst()) {
+      case BurstMarket::kNone:
+        return true;
+      case BurstMarket::kOnDemand:
+        return burst_allowed_;
+      case BurstMarket::kSpot:
+        return burst_allowed_ && spot_allowed_;
+    }
+    return true;
+  }
 };
 
 }  // namespace tessera

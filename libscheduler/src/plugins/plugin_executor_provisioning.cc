@@ -55,8 +55,13 @@ uint64_t PluginExecutor::Provision(const std::string& node_group, int count,
           if (shared->provision_ended) shared->provision_ended(request_id, false, why);
         });
       });
-  if (!queued)
+  if (!queued) {
     TakeProvisionEnd(request_id, false, "the plugin is unhealthy; on_provision was not called");
+    return op;
+  }
+  // As after a launch: the poll that follows tells a plugin on a virtual clock when the request
+  // ends (next_event_us), which no earlier poll could.
+  PostPoll();
   return op;
 }
 
@@ -106,6 +111,7 @@ void PluginExecutor::Deprovision(const std::vector<std::string>& nodes) {
   request.set_epoch(shared_->wiring.fencing_epoch);
   PostRequest("on_deprovision", OperationKind::kDeprovision, std::move(subject), {},
               &library_->descriptor().tessera_plugin_on_deprovision, request.SerializeAsString());
+  PostPoll();
 }
 
 }  // namespace tessera

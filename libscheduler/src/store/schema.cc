@@ -75,6 +75,13 @@ const std::vector<std::string>& Migrations() {
         time_us INTEGER NOT NULL
       );
       )sql",
+      // 4 -> 5: burst spend by account (elastic/spend_ledger.h), one BurstAccountRecord each.
+      R"sql(
+      CREATE TABLE burst_accounts (
+        queue TEXT PRIMARY KEY,
+        record BLOB NOT NULL
+      ) WITHOUT ROWID;
+      )sql",
   };
   return migrations;
 }

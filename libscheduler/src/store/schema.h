@@ -7,7 +7,7 @@
 
 namespace tessera::store {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Job states stored in the jobs.state column are the v1::JobState numbers; 6..8 are the
 // terminal ones (SUCCEEDED, FAILED, CANCELLED), and a job in one has jobs.finished = 1 (a

@@ -237,6 +237,22 @@ Status Store::LoadNodeFlags(std::vector<NodeFlags>* flags) {
   }
 }
 
+Status Store::LoadBurstAccounts(std::vector<v1::BurstAccountRecord>* accounts) {
+  TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
+  TESSERA_ASSIGN_OR_RETURN(StatementRef s,
+                           reader.db().Prepare("SELECT record FROM burst_accounts"));
+  while (true) {
+    TESSERA_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) return Status::Ok();
+    v1::BurstAccountRecord record;
+    const std::string_view bytes = s->ColumnBlob(0);
+    if (!record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return InternalError("store: a burst_accounts row does not parse");
+    }
+    accounts->push_back(std::move(record));
+  }
+}
+
 Status Store::LoadLiveJobs(const std::function<void(v1::Job&& job)>& visit) {
   TESSERA_ASSIGN_OR_RETURN(ReaderLease reader, LeaseReader());
   TESSERA_ASSIGN_OR_RETURN(

@@ -45,6 +45,7 @@ class Store {
   // --- Loading at start-up.
   Status LoadQueues(std::vector<v1::QueueSpec>* queues);
   Status LoadNodeFlags(std::vector<NodeFlags>* flags);
+  Status LoadBurstAccounts(std::vector<v1::BurstAccountRecord>* accounts);
   // Calls `visit` for every job not in a terminal state, in id order.
   Status LoadLiveJobs(const std::function<void(v1::Job&& job)>& visit);
 

@@ -296,6 +296,15 @@ Status WriteTransaction::DeleteQueue(const std::string& name) {
   return Status::Ok();
 }
 
+Status WriteTransaction::PutBurstAccount(const v1::BurstAccountRecord& record) {
+  TESSERA_ASSIGN_OR_RETURN(
+      StatementRef s,
+      db_.Prepare("INSERT OR REPLACE INTO burst_accounts (queue, record) VALUES (?, ?)"));
+  s->BindText(1, record.queue());
+  s->BindBlob(2, record.SerializeAsString());
+  return s->Run();
+}
+
 Status WriteTransaction::PutNodeFlags(const std::string& name, bool cordoned, bool draining) {
   TESSERA_ASSIGN_OR_RETURN(
       StatementRef s,

@@ -103,6 +103,8 @@ class WriteTransaction {
 
   // --- Node flags set by operators.
   Status PutNodeFlags(const std::string& name, bool cordoned, bool draining);
+  // Replaces the burst spend account of record.queue().
+  Status PutBurstAccount(const v1::BurstAccountRecord& record);
 
   uint64_t next_event_seq() const { return next_event_seq_; }
   int64_t last_event_time_us() const { return last_event_time_us_; }

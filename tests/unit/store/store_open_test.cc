@@ -165,12 +165,13 @@ TEST_CASE("store: a version 1 store is migrated, and its finished jobs stay fini
   }
   {
     // Back to the version 1 layout: no `finished` column, jobs_live defined by state, no
-    // index of pending jobs, nothing of retention's.
+    // index of pending jobs, nothing of retention's or of burst spend's.
     StatusOr<std::unique_ptr<Database>> db = Database::Open(options.path);
     REQUIRE(db.ok());
-    for (const char* sql : {"DROP INDEX jobs_finished_by_time", "DROP INDEX events_by_job",
-                            "DROP TABLE event_log_end", "DROP INDEX jobs_pending_by_queue",
-                            "DROP INDEX jobs_live", "ALTER TABLE jobs DROP COLUMN finished",
+    for (const char* sql : {"DROP TABLE burst_accounts", "DROP INDEX jobs_finished_by_time",
+                            "DROP INDEX events_by_job", "DROP TABLE event_log_end",
+                            "DROP INDEX jobs_pending_by_queue", "DROP INDEX jobs_live",
+                            "ALTER TABLE jobs DROP COLUMN finished",
                             "CREATE INDEX jobs_live ON jobs(id) WHERE state NOT BETWEEN 6 AND 8",
                             "PRAGMA user_version = 1"}) {
       CAPTURE(sql);
