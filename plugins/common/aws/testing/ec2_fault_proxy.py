@@ -37,11 +37,16 @@ Control (each POST answers {"ok": true} or 400 with {"error": ...}):
   /fault/imds_role    {"role", "access_key_id", "secret_access_key", "token"?, "expiration"?}
                       the instance role whose temporary keys IMDSv2 serves at
                       /latest/meta-data/iam/security-credentials/[<role>]
-  /fault/join         {"kube_url", "token", "ca", "never_join"?: [types], "seconds"?: 0}
+  /fault/join         {"kube_url", "token", "ca", "never_join"?: [types], "seconds"?: 0,
+                       "node_types"?: {type: {"capacity": {...}, "labels": {...}}}}
                       play each instance's boot (a kubelet stand-in): once an instance is running
                       (and `seconds` after launch), register a Ready Node for it with the fake
                       Kubernetes API server, named by its private DNS name and labelled
                       tessera.io/ec2-instance-id; instances of the `never_join` types never do.
+                      A Node has 4 CPUs and 16Gi, or for a type in `node_types` the capacity
+                      (also its allocatable) and extra labels given there: what the instance's
+                      kubelet, NVIDIA device plugin (nvidia.com/gpu) and GPU feature discovery
+                      (nvidia.com/gpu.product) would report.
                       The Node of an instance that is terminated is deleted (as EKS's cloud node
                       lifecycle controller does). {"kube_url": ""} stops it.
   GET /fault/stats    calls per action, throttled, capacity_errors, idempotent_replays,
@@ -270,14 +275,17 @@ class Proxy(http.server.ThreadingHTTPServer):
             name = text_of(item, "privateDnsName") or instance_id
             tags = {text_of(t, "key"): text_of(t, "value")
                     for t in children(child(item, "tagSet"), "item")}
-            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+            shape = join.get("node_types", {}).get(text_of(item, "instanceType"), {})
+            capacity = dict(shape.get("capacity", {"cpu": "4", "memory": "16Gi"}))
+            labels = {
                 "tessera.io/ec2-instance-id": instance_id,
                 "node.kubernetes.io/instance-type": text_of(item, "instanceType"),
                 "topology.kubernetes.io/zone": text_of(child(item, "placement"), "availabilityZone"),
-                "tessera.io/node-group": tags.get("tessera:node-group", "")}},
-                "status": {"capacity": {"cpu": "4", "memory": "16Gi"},
-                           "allocatable": {"cpu": "4", "memory": "16Gi"},
-                           "conditions": [{"type": "Ready", "status": "True"}]}}
+                "tessera.io/node-group": tags.get("tessera:node-group", "")}
+            labels.update(shape.get("labels", {}))
+            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+                    "status": {"capacity": capacity, "allocatable": dict(capacity),
+                               "conditions": [{"type": "Ready", "status": "True"}]}}
             if self.kube(join, "POST", "/api/v1/nodes", node) in (200, 201, 409):
                 with self.faults.lock:
                     self.faults.joined[instance_id] = name
