@@ -57,8 +57,9 @@ void SchedulerImpl::SaveBurstAccounts(const std::map<std::string, SpendLedger::A
       });
 }
 
-void SchedulerImpl::TakeBurstNodes(BackendSet::Member member, std::vector<v1::NodeSpec>& nodes) {
-  if (burst_) burst_->TakeJoining(backend_set_->name(member), nodes);
+void SchedulerImpl::TakeBurstNodes(BackendSet::Member member, std::vector<v1::NodeSpec>& nodes,
+                                   bool added) {
+  if (burst_) burst_->TakeJoining(backend_set_->name(member), nodes, added);
 }
 
 Status SchedulerImpl::ApplyQueueSpec(const v1::QueueSpec& spec, Status applied) {

@@ -115,23 +115,26 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
   };
   host.on_inventory = [this, member](const InventoryDiff& diff) {
     InventoryDiff change = backend_set_->TakeChange(member, diff);
-    TakeBurstNodes(member, change.added);
-    TakeBurstNodes(member, change.changed);
+    TakeBurstNodes(member, change.added, /*added=*/true);
+    TakeBurstNodes(member, change.changed, /*added=*/false);
     TakeInventoryChange(change, backend_set_->name(member));
     if (burst_) burst_->TakeLeft(change.removed);
   };
   host.on_provisioned = [this](const std::string& request_id, bool succeeded,
-                               const std::string& why) {
-    if (burst_) burst_->ProvisionEnded(request_id, succeeded, why);
+                               const std::string& why, const std::vector<std::string>& nodes) {
+    if (burst_) burst_->ProvisionEnded(request_id, succeeded, why, nodes);
   };
   host.fencing_epoch = options_.fencing_epoch;
   host.on_interruption = [this, member](const std::string& node, int64_t deadline_us,
                                         const std::string& why) {
-    // A notice about a node of another backend is not this one's to give.
-    if (backend_set_->OwnerOf(node) != member) {
+    // A notice is the node's owner's to give, or the capacity provider's that added it (an EC2
+    // instance joined as a Kubernetes node); of any other backend it is ignored.
+    const std::string* provider = burst_ ? burst_->ProviderOf(node) : nullptr;
+    const bool provided = provider != nullptr && *provider == backend_set_->name(member);
+    if (backend_set_->OwnerOf(node) != member && !provided) {
       LogWarning(options_.log,
-                 "backend '{}' sent a spot interruption for node '{}', which it "
-                 "does not own; ignored",
+                 "backend '{}' sent a spot interruption for node '{}', which it neither "
+                 "owns nor added; ignored",
                  backend_set_->name(member), node);
       return;
     }
@@ -174,8 +177,8 @@ PluginBackend::Host SchedulerImpl::BackendHost(BackendSet::Member member) {
     backend_set_->Replace(member, fresh);
     backend_set_->TakeLiveTasks(member, live);
     InventoryDiff change = backend_set_->TakeChange(member, diff);
-    TakeBurstNodes(member, change.added);
-    TakeBurstNodes(member, change.changed);
+    TakeBurstNodes(member, change.added, /*added=*/true);
+    TakeBurstNodes(member, change.changed, /*added=*/false);
     TakeInventoryChange(change, backend_set_->name(member));
     if (burst_) burst_->TakeLeft(change.removed);
     engine_->RegainNodes(backend_set_->NodesOf(member), forgotten, live);
@@ -204,9 +207,11 @@ Status SchedulerImpl::OpenBackends() {
   // Partitioners, once every name is known.
   std::set<BackendSet::Member> partitioned;
   for (size_t i = 0; i < list.size(); ++i) {
-    if (!backends_[i]->info().executor && list[i].partitions.empty()) {
+    const PluginInfo& info = backends_[i]->info();
+    if (info.partitioner && !info.executor && !info.capacity_provider &&
+        list[i].partitions.empty()) {
       return InvalidFieldError(BackendField(options_, i) + ".partitions",
-                               "plugin '" + backends_[i]->info().name +
+                               "plugin '" + info.name +
                                    "' only partitions (its kinds lack "
                                    "TESSERA_PLUGIN_KIND_EXECUTOR): name the backends whose GPUs "
                                    "it shapes");
@@ -273,10 +278,11 @@ Status SchedulerImpl::Recover(const std::vector<v1::NodeSpec>& nodes) {
   // The decision thread is not running yet, so the engine is used directly here.
   std::vector<v1::NodeSpec> inventory = executor_->Inventory();
   if (burst_) {
-    // Nodes a capacity provider still has (after a restart) are burst nodes again.
+    // Nodes a capacity provider still has (after a restart) are burst nodes again, by their
+    // group label or their provider's names.
     for (v1::NodeSpec& node : inventory) {
       std::vector<v1::NodeSpec> one{node};
-      TakeBurstNodes(backend_set_->OwnerOf(node.name()), one);
+      TakeBurstNodes(backend_set_->OwnerOf(node.name()), one, /*added=*/false);
       node = std::move(one[0]);
     }
   }

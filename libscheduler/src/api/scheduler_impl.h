@@ -114,8 +114,9 @@ class SchedulerImpl final : public Scheduler, private EngineHost {
   Status OpenBurst();
   // Saves the burst accounts (a store write; strand).
   void SaveBurstAccounts(const std::map<std::string, SpendLedger::Account>& accounts);
-  // Labels the burst nodes among `nodes` of backend `member` (strand, or before it runs).
-  void TakeBurstNodes(BackendSet::Member member, std::vector<v1::NodeSpec>& nodes);
+  // Labels the burst nodes among `nodes` of backend `member`, joining (`added`) or reported
+  // again (strand, or before it runs).
+  void TakeBurstNodes(BackendSet::Member member, std::vector<v1::NodeSpec>& nodes, bool added);
   // After a queue change took effect (`applied` OK): its burst budget (strand).
   Status ApplyQueueSpec(const v1::QueueSpec& spec, Status applied);
   // The queue with its burst spend (strand).

@@ -57,8 +57,10 @@ class PluginBackend {
     // The cloud takes `node` back at `deadline_us` (a capacity provider's spot notice).
     std::function<void(const std::string& node, int64_t deadline_us, const std::string& why)>
         on_interruption;
-    // A provisioning request of this capacity provider ended (PluginExecutor::Wiring).
-    std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
+    // A provisioning request of this capacity provider ended, with the nodes that joined
+    // (PluginExecutor::Wiring).
+    std::function<void(const std::string& request_id, bool succeeded, const std::string& why,
+                       const std::vector<std::string>& nodes)>
         on_provisioned;
     // This backend re-partitions a GPU of another backend's node: the start, the result or the
     // failed call, for the node's owner (PluginExecutor::Wiring).

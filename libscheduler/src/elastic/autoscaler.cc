@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "model/node_state.h"
+
 namespace tessera {
 namespace {
 
@@ -127,7 +129,7 @@ Autoscaler::Answer Autoscaler::ScaleOut(const BurstDemand& demand, TimestampUs n
     return answer;
   }
   const std::string id = id_prefix_ + "-" + std::to_string(next_request_++);
-  requests_[id] = {*best, best_nodes, demand.job};
+  requests_[id] = {*best, best_nodes, demand.job, now};
   by_job_[demand.job] = id;
   recent_requests_.push_back(now);
   state_[*best].pending += best_nodes;
@@ -140,26 +142,81 @@ Autoscaler::Answer Autoscaler::ScaleOut(const BurstDemand& demand, TimestampUs n
   return answer;
 }
 
-void Autoscaler::ProvisionEnded(const std::string& request_id, bool succeeded,
-                                const std::string& /*why*/, TimestampUs now) {
+Autoscaler::Ended Autoscaler::ProvisionEnded(const std::string& request_id, bool succeeded,
+                                             const std::string& /*why*/,
+                                             const std::vector<std::string>& nodes,
+                                             const std::function<bool(const std::string&)>& present,
+                                             TimestampUs now) {
+  Ended ended;
   auto it = requests_.find(request_id);
-  if (it == requests_.end()) return;  // not ours, or of an earlier run.
+  if (it == requests_.end()) return ended;  // not ours, or of an earlier run.
   const Request request = it->second;
   requests_.erase(it);
   by_job_.erase(request.job);
-  // Nodes that joined were counted as they came (NodeJoined); the rest are not coming.
   GroupState& s = state_[request.group];
-  s.pending = std::max(0, s.pending - (succeeded ? 0 : request.count));
-  if (succeeded) {
-    s.failures = 0;
-  } else {
+  if (!succeeded) {
+    s.pending = std::max(0, s.pending - request.count);  // none is coming.
     BackOff(request.group, now);
+  } else {
+    s.failures = 0;
+    // Each node named is one of the request's: joined (counted as it came, or taken now) or
+    // coming (still pending). What the request asked beyond them is not coming.
+    int accounted = 0;
+    for (const std::string& node : nodes) {
+      if (nodes_.count(node) != 0) {
+        ++accounted;
+        continue;
+      }
+      auto joined = unclaimed_.find(node);
+      if (joined != unclaimed_.end() && joined->second >= request.started_us) {
+        Take(node, request.group, joined->second);
+        unclaimed_.erase(joined);
+        ended.taken.push_back(node);
+        ++accounted;
+      } else if (present(node)) {
+        ended.refused.push_back(node);
+      } else {
+        expected_[node] = request.group;
+        ++accounted;
+      }
+    }
+    // A provider that names no node (an older one) leaves its nodes to their names or labels.
+    if (!nodes.empty()) s.pending = std::max(0, s.pending - std::max(0, request.count - accounted));
   }
+  if (requests_.empty()) unclaimed_.clear();
+  return ended;
 }
 
-const BurstGroup* Autoscaler::NodeJoined(const std::string& backend, const std::string& node,
-                                         TimestampUs now) {
+void Autoscaler::Take(const std::string& node, size_t group, TimestampUs now) {
+  nodes_[node] = {group, now, std::nullopt, false};
+  GroupState& s = state_[group];
+  ++s.nodes;
+  s.pending = std::max(0, s.pending - 1);
+}
+
+std::optional<size_t> Autoscaler::LabelledGroup(const v1::NodeSpec& node) const {
+  auto label = node.labels().find(kNodeGroupLabel);
+  if (label == node.labels().end()) return std::nullopt;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (groups_[i].group.name() == label->second) return i;
+  }
+  return std::nullopt;
+}
+
+const BurstGroup* Autoscaler::NodeJoined(const std::string& backend, const v1::NodeSpec& spec,
+                                         bool added, TimestampUs now) {
+  const std::string& node = spec.name();
   if (auto known = nodes_.find(node); known != nodes_.end()) return &groups_[known->second.group];
+  if (auto expected = expected_.find(node); expected != expected_.end()) {
+    const size_t group = expected->second;
+    expected_.erase(expected);
+    Take(node, group, now);
+    return &groups_[group];
+  }
+  if (std::optional<size_t> group = LabelledGroup(spec)) {
+    Take(node, *group, now);
+    return &groups_[*group];
+  }
   for (size_t i = 0; i < groups_.size(); ++i) {
     const std::string& prefix = groups_[i].group.shape().name();
     if (groups_[i].backend != backend || prefix.empty()) continue;
@@ -167,16 +224,26 @@ const BurstGroup* Autoscaler::NodeJoined(const std::string& backend, const std::
         node[prefix.size()] != '-') {
       continue;
     }
-    nodes_[node] = {i, now, std::nullopt, false};
-    GroupState& s = state_[i];
-    ++s.nodes;
-    s.pending = std::max(0, s.pending - 1);
+    Take(node, i, now);
     return &groups_[i];
   }
+  // Perhaps a node a request under way brings, under a name only its completion will tell.
+  if (added && !requests_.empty()) unclaimed_[node] = now;
   return nullptr;
 }
 
+const std::string* Autoscaler::ProviderOf(const std::string& node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? nullptr : &groups_[it->second.group].backend;
+}
+
 void Autoscaler::NodeLeft(const std::string& node) {
+  unclaimed_.erase(node);
+  if (auto expected = expected_.find(node); expected != expected_.end()) {
+    GroupState& s = state_[expected->second];  // it is not coming after all.
+    s.pending = std::max(0, s.pending - 1);
+    expected_.erase(expected);
+  }
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return;
   --state_[it->second.group].nodes;

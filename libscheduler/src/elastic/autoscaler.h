@@ -9,6 +9,16 @@
 // on-demand group. One request per job at a time; at most max_nodes burst nodes (present and
 // asked for), at most max_requests_per_minute requests in any minute.
 //
+// Which nodes are burst nodes: a node joins through any backend, not only its provider (EC2
+// instances join as Kubernetes nodes, under EC2's host names). A joining node is a burst node of
+// a group when
+//   - a provisioning request's PROVISION_COMPLETED named it (ProvisionEnded): taken at once if it
+//     joined while the request was under way, else when it joins; a node that was there before
+//     the request is not the provider's to name and is refused;
+//   - it carries the label kNodeGroupLabel naming a group (a boot script sets it, e.g. kubelet's
+//     --node-labels): how a restarted scheduler knows the burst nodes a provider still has;
+//   - or its provider reports it itself, named "<group shape name>-..." (the sim plugin).
+//
 // Scale-in: each metering tick the caller says which burst nodes have no task (ScaleIn); one
 // idle for scale_in_after is handed back (the caller drains it first), unless its group would go
 // below its min_nodes.
@@ -66,15 +76,23 @@ class Autoscaler {
   };
   Answer ScaleOut(const BurstDemand& demand, TimestampUs now);
 
-  // A request ended. A failure backs the group off; the job may ask again.
-  void ProvisionEnded(const std::string& request_id, bool succeeded, const std::string& why,
-                      TimestampUs now);
+  // A request ended. A failure backs the group off; the job may ask again. A success names the
+  // nodes that joined (`nodes`, maybe none); `present` says whether a node is in the cluster.
+  struct Ended {
+    std::vector<std::string> taken;    // joined already; burst nodes from now (label them).
+    std::vector<std::string> refused;  // there before the request: not taken.
+  };
+  Ended ProvisionEnded(const std::string& request_id, bool succeeded, const std::string& why,
+                       const std::vector<std::string>& nodes,
+                       const std::function<bool(const std::string&)>& present, TimestampUs now);
 
-  // The node joined (or was present at open): returns the group it belongs to when it is a burst
-  // node of `backend` (named <group shape name>-...), else nullptr.
-  const BurstGroup* NodeJoined(const std::string& backend, const std::string& node,
+  // `node` joined through `backend` (`added`), or was reported again (changed, or present at
+  // open): returns the group it belongs to when it is a burst node (see above), else nullptr.
+  const BurstGroup* NodeJoined(const std::string& backend, const v1::NodeSpec& node, bool added,
                                TimestampUs now);
   void NodeLeft(const std::string& node);
+  // The backend of the group `node` is a burst node of; nullptr when it is not one.
+  const std::string* ProviderOf(const std::string& node) const;
   // The cloud takes `node` back soon: its group backs off (its spot capacity is scarce).
   void Interrupted(const std::string& node, TimestampUs now);
 
@@ -101,6 +119,7 @@ class Autoscaler {
     size_t group = 0;
     int count = 0;
     uint64_t job = 0;
+    TimestampUs started_us = 0;
   };
   struct GroupState {
     int nodes = 0;    // present (not yet gone).
@@ -111,6 +130,9 @@ class Autoscaler {
   // Nodes of group `g` the demand takes (0: one task does not fit on its shape).
   static int NodesFor(const BurstDemand& demand, const v1::NodeGroup& g);
   void BackOff(size_t group, TimestampUs now);
+  void Take(const std::string& node, size_t group, TimestampUs now);
+  // The group the label kNodeGroupLabel of `node` names, if any.
+  std::optional<size_t> LabelledGroup(const v1::NodeSpec& node) const;
   int BurstNodesCounted() const;
 
   const ElasticOptions options_;
@@ -123,6 +145,10 @@ class Autoscaler {
   std::map<uint64_t, std::string> by_job_;   // the request under way for a job.
   std::deque<TimestampUs> recent_requests_;  // start times within the last minute.
   std::map<std::string, BurstNode> nodes_;
+  // Named by a completed request, not joined yet: their group (still counted as pending).
+  std::map<std::string, size_t> expected_;
+  // Joined while requests were under way, not (yet) known as burst nodes: when.
+  std::map<std::string, TimestampUs> unclaimed_;
 };
 
 }  // namespace tessera

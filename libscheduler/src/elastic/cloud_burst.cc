@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "model/inventory_diff.h"
 
 namespace tessera {
 namespace {
@@ -151,14 +152,18 @@ v1::BurstSpend CloudBurst::Spend(const std::string& queue) const {
   return ledger_.Spend(queue, clock_.NowUs());
 }
 
-void CloudBurst::TakeJoining(const std::string& backend, std::vector<v1::NodeSpec>& nodes) {
+void CloudBurst::Label(const BurstGroup& group, v1::NodeSpec& spec) {
+  (*spec.mutable_labels())[kBurstMarketLabel] =
+      group.group.market() == v1::SPOT ? "spot" : "on-demand";
+  (*spec.mutable_labels())[kNodeGroupLabel] = group.group.name();
+}
+
+void CloudBurst::TakeJoining(const std::string& backend, std::vector<v1::NodeSpec>& nodes,
+                             bool added) {
   const TimestampUs now = clock_.NowUs();
   for (v1::NodeSpec& node : nodes) {
-    const BurstGroup* group = autoscaler_.NodeJoined(backend, node.name(), now);
-    if (group == nullptr) continue;
-    (*node.mutable_labels())[kBurstMarketLabel] =
-        group->group.market() == v1::SPOT ? "spot" : "on-demand";
-    (*node.mutable_labels())[kNodeGroupLabel] = group->group.name();
+    const BurstGroup* group = autoscaler_.NodeJoined(backend, node, added, now);
+    if (group != nullptr) Label(*group, node);
   }
   if (!autoscaler_.nodes().empty()) ArmMetering();
 }
@@ -169,17 +174,43 @@ void CloudBurst::TakeLeft(const std::vector<std::string>& nodes) {
   std::map<std::string, double> rates;
   for (const std::string& node : nodes) {
     auto it = autoscaler_.nodes().find(node);
-    if (it == autoscaler_.nodes().end()) continue;
-    const TimestampUs from = std::max(last_meter_us_, it->second.joined_us);
-    ChargeNode(node, autoscaler_.group(it->second.group).group.price_per_hour(),
-               static_cast<double>(now - from) / (3600.0 * 1'000'000), rates);
-    autoscaler_.NodeLeft(node);
+    if (it != autoscaler_.nodes().end()) {
+      const TimestampUs from = std::max(last_meter_us_, it->second.joined_us);
+      ChargeNode(node, autoscaler_.group(it->second.group).group.price_per_hour(),
+                 static_cast<double>(now - from) / (3600.0 * 1'000'000), rates);
+    }
+    autoscaler_.NodeLeft(node);  // burst or not: it may have been waited for.
   }
 }
 
 void CloudBurst::ProvisionEnded(const std::string& request_id, bool succeeded,
-                                const std::string& why) {
-  autoscaler_.ProvisionEnded(request_id, succeeded, why, clock_.NowUs());
+                                const std::string& why, const std::vector<std::string>& nodes) {
+  const Autoscaler::Ended ended = autoscaler_.ProvisionEnded(
+      request_id, succeeded, why, nodes,
+      [this](const std::string& node) { return engine_.HasNode(node); }, clock_.NowUs());
+  for (const std::string& node : ended.refused) {
+    LogWarning(log_,
+               "burst: request {} names node '{}' as one it added, but the node was there "
+               "before the request; it is not taken as a burst node",
+               request_id, node);
+  }
+  // Nodes that joined through their executor before the request ended: labelled now.
+  if (!ended.taken.empty()) {
+    InventoryDiff relabelled;
+    for (v1::Node& node : engine_.Nodes()) {
+      if (std::find(ended.taken.begin(), ended.taken.end(), node.spec().name()) ==
+          ended.taken.end()) {
+        continue;
+      }
+      const auto& burst = autoscaler_.nodes().at(node.spec().name());
+      Label(autoscaler_.group(burst.group), *node.mutable_spec());
+      relabelled.changed.push_back(node.spec());
+    }
+    const std::string* provider = autoscaler_.ProviderOf(ended.taken.front());
+    const Status labelled = engine_.ApplyInventoryChange(relabelled, *provider);
+    if (!labelled.ok()) LogWarning(log_, "burst: labelling burst nodes: {}", labelled.message());
+    ArmMetering();
+  }
   // A failure leaves the job to ask again (another group, on-demand after spot).
   if (!succeeded) engine_.RetryBlockedQueues();
 }

@@ -11,10 +11,12 @@
 //     there, and do not trigger), refreshed at every metering tick and charge.
 // Every metering_interval it charges the burst nodes' time by use (spend_ledger.h), gives back
 // nodes idle past scale_in_after (cordoned and drained first, then deprovisioned) and saves the
-// accounts (`save`, the store), so a restart keeps what was spent. The nodes of a provider's
-// groups are told apart by name (<group shape name>-...) and labelled as they join
-// (kBurstMarketLabel, kNodeGroupLabel), at open too: nodes a provider still has after a
-// restart are burst nodes again.
+// accounts (`save`, the store), so a restart keeps what was spent. Burst nodes may join
+// through any backend (Autoscaler says which nodes are burst nodes: named by a completed
+// request, labelled with their group, or named after it by their provider) and are labelled as
+// they are taken (kBurstMarketLabel, kNodeGroupLabel), at open too: nodes a provider still has
+// after a restart are burst nodes again when they carry the group label or their provider's
+// names. A spot notice is taken from a node's owner or from the provider of its group.
 //
 // Deterministic: everything runs on the decision strand, at the engine's clock's time.
 #pragma once
@@ -59,11 +61,18 @@ class CloudBurst {
   const Autoscaler& autoscaler() const { return autoscaler_; }
 
   // --- Nodes and requests.
-  // Labels the nodes of `backend` that belong to one of its groups (and takes them as burst
-  // nodes); the others are left as they are.
-  void TakeJoining(const std::string& backend, std::vector<v1::NodeSpec>& nodes);
+  // Labels the nodes of `backend` (joining: `added`; else reported again) that are burst nodes
+  // (and takes them as such); the others are left as they are.
+  void TakeJoining(const std::string& backend, std::vector<v1::NodeSpec>& nodes, bool added);
   void TakeLeft(const std::vector<std::string>& nodes);
-  void ProvisionEnded(const std::string& request_id, bool succeeded, const std::string& why);
+  // A request ended; `nodes`, those its provider says joined. Those in the cluster already are
+  // labelled now (an inventory change from the provider's backend).
+  void ProvisionEnded(const std::string& request_id, bool succeeded, const std::string& why,
+                      const std::vector<std::string>& nodes);
+  // The capacity provider (backend name) whose group `node` is a burst node of; nullptr if none.
+  const std::string* ProviderOf(const std::string& node) const {
+    return autoscaler_.ProviderOf(node);
+  }
   // A spot notice for `node`: its group backs off (the engine gives the node's jobs notice).
   void Interrupted(const std::string& node);
 
@@ -75,6 +84,8 @@ class CloudBurst {
   class BurstStep;
 
   void ArmMetering();
+  // Sets the burst labels of a node of `group` on `spec`.
+  static void Label(const BurstGroup& group, v1::NodeSpec& spec);
   // `amount` of the node's price (for `hours`) by the tasks on it; adds each account's rate.
   void ChargeNode(const std::string& node, double price, double hours,
                   std::map<std::string, double>& rates);

@@ -68,8 +68,9 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
                                     const v1::PartitionLayoutResult& result) {
     TakeOwnPartitionResult(node, gpu, result);
   };
-  shared_->provision_ended = [this](const std::string& id, bool ok, const std::string& why) {
-    TakeProvisionEnd(id, ok, why);
+  shared_->provision_ended = [this](const std::string& id, bool ok, const std::string& why,
+                                    const std::vector<std::string>& nodes) {
+    TakeProvisionEnd(id, ok, why, nodes);
   };
   shared_->stop_again = [this](const TaskRef& task, int64_t grace_ms, int retry) {
     const int64_t backoff_ms = std::min<int64_t>(30'000, int64_t{1000} << std::min(retry - 1, 5));
@@ -120,12 +121,16 @@ PluginExecutor::PluginExecutor(std::shared_ptr<PluginLibrary> library, const Plu
 
 StatusOr<std::unique_ptr<PluginExecutor>> PluginExecutor::Start(
     std::shared_ptr<PluginLibrary> library, const PluginOptions& options, Wiring wiring) {
-  // A partitioner alone is a backend with no nodes that shapes other backends' GPUs.
-  if (!library->info().executor && !library->info().partitioner) {
-    return InvalidArgumentError(
-        "plugin '" + library->info().name +
-        "' is neither an executor nor a partitioner (its kinds lack "
-        "TESSERA_PLUGIN_KIND_EXECUTOR and TESSERA_PLUGIN_KIND_PARTITIONER)");
+  // A partitioner alone is a backend with no nodes that shapes other backends' GPUs; a
+  // capacity provider alone, one whose nodes join through another backend (EC2 instances as
+  // Kubernetes nodes).
+  const PluginInfo& info = library->info();
+  if (!info.executor && !info.partitioner && !info.capacity_provider) {
+    return InvalidArgumentError("plugin '" + info.name +
+                                "' is neither an executor, a partitioner nor a capacity provider "
+                                "(its kinds lack TESSERA_PLUGIN_KIND_EXECUTOR, "
+                                "TESSERA_PLUGIN_KIND_PARTITIONER and "
+                                "TESSERA_PLUGIN_KIND_CAPACITY_PROVIDER)");
   }
   std::unique_ptr<PluginExecutor> executor(
       new PluginExecutor(std::move(library), options, std::move(wiring)));

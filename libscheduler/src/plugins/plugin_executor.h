@@ -107,8 +107,10 @@ class PluginExecutor final : public Executor {
     // the executor keeps its own.
     std::shared_ptr<OperationTracker> operations;
     // A provisioning request ended: completed (`succeeded`) or failed, timed out included; `why`
-    // is the plugin's message or the timeout. Runs on the strand.
-    std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
+    // is the plugin's message or the timeout; `nodes` the nodes PROVISION_COMPLETED named (they
+    // may join through another backend, under these names). Runs on the strand.
+    std::function<void(const std::string& request_id, bool succeeded, const std::string& why,
+                       const std::vector<std::string>& nodes)>
         on_provisioned;
     // This plugin re-partitions a GPU of another backend's node (BackendOptions::partitions):
     // the re-partition started, its result, or its call failed (no result). Each belongs to the
@@ -218,8 +220,10 @@ class PluginExecutor final : public Executor {
   enum class Lane { kOperations, kReads };
   bool Queue(Lane lane, std::string what, PluginWorker::Call call,
              std::chrono::milliseconds deadline = {});
-  // Strand: the plugin reported the end of provisioning request `request_id`.
-  void TakeProvisionEnd(const std::string& request_id, bool succeeded, const std::string& why);
+  // Strand: provisioning request `request_id` ended: the plugin reported it (with the nodes
+  // that joined, by their names in the scheduler), or it failed here.
+  void TakeProvisionEnd(const std::string& request_id, bool succeeded, const std::string& why,
+                        const std::vector<std::string>& nodes = {});
   // Strand: provisioning operation `id` is past its deadline, unless it ended before.
   void ExpireProvision(uint64_t id);
   // A kind's deadline (PluginOptions::launch_deadline, ...): call_deadline when zero.

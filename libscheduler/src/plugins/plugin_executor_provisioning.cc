@@ -52,7 +52,7 @@ uint64_t PluginExecutor::Provision(const std::string& node_group, int count,
         const std::string why = CallError(shared->library->info(), what, code, error.bytes);
         shared->CallFailed(what, why, nullptr);
         shared->Post([shared, request_id, why] {
-          if (shared->provision_ended) shared->provision_ended(request_id, false, why);
+          if (shared->provision_ended) shared->provision_ended(request_id, false, why, {});
         });
       });
   if (!queued) {
@@ -66,7 +66,8 @@ uint64_t PluginExecutor::Provision(const std::string& node_group, int count,
 }
 
 void PluginExecutor::TakeProvisionEnd(const std::string& request_id, bool succeeded,
-                                      const std::string& why) {
+                                      const std::string& why,
+                                      const std::vector<std::string>& nodes) {
   auto it = provisioning_.find(request_id);
   if (it == provisioning_.end()) {
     // Not under way (a request of an earlier run, or one that timed out): only logged.
@@ -86,7 +87,9 @@ void PluginExecutor::TakeProvisionEnd(const std::string& request_id, bool succee
     LogWarning(shared_->wiring.log, "plugin '{}': provisioning {} failed: {}",
                library_->info().name, request_id, why);
   }
-  if (shared_->wiring.on_provisioned) shared_->wiring.on_provisioned(request_id, succeeded, why);
+  if (shared_->wiring.on_provisioned) {
+    shared_->wiring.on_provisioned(request_id, succeeded, why, nodes);
+  }
 }
 
 void PluginExecutor::ExpireProvision(uint64_t id) {

@@ -127,7 +127,8 @@ struct PluginExecutor::Shared {
   // provisioning request.
   std::function<void(const std::string& node, int gpu, const v1::PartitionLayoutResult&)>
       partition_taken;
-  std::function<void(const std::string& request_id, bool succeeded, const std::string& why)>
+  std::function<void(const std::string& request_id, bool succeeded, const std::string& why,
+                     const std::vector<std::string>& nodes)>
       provision_ended;
   std::function<void(const std::string& why)> provisioning_failed;  // every request under way.
   // Strand only, while the executor lives: a re-partition call that failed.
@@ -268,9 +269,10 @@ struct PluginExecutor::Shared {
       case v1::BackendEvent::PROVISION_COMPLETED:
       case v1::BackendEvent::PROVISION_FAILED:
         Post([weak = self, id = event.request_id(), why = event.message(),
-              ok = event.kind() == v1::BackendEvent::PROVISION_COMPLETED] {
+              ok = event.kind() == v1::BackendEvent::PROVISION_COMPLETED,
+              nodes = std::vector<std::string>(event.nodes().begin(), event.nodes().end())] {
           if (std::shared_ptr<Shared> s = weak.lock(); s && s->provision_ended) {
-            s->provision_ended(id, ok, why);
+            s->provision_ended(id, ok, why, nodes);
           }
         });
         break;

@@ -46,6 +46,7 @@ struct Strand : ExecutorEvents {
   std::vector<std::pair<TaskRef, int>> exited;
   std::vector<std::string> rejected;  // the reasons.
   std::vector<std::tuple<std::string, bool, std::string>> provisioned;
+  std::vector<std::vector<std::string>> provisioned_nodes;  // named by each, in order.
   int readings = 0;
   std::string unhealthy;
 
@@ -83,8 +84,10 @@ struct Strand : ExecutorEvents {
     w.clock = clock;
     w.on_unhealthy = [this](const std::string& why) { unhealthy = why; };
     w.telemetry = [this](const v1::GpuTelemetry&) { ++readings; };
-    w.on_provisioned = [this](const std::string& id, bool ok, const std::string& why) {
+    w.on_provisioned = [this](const std::string& id, bool ok, const std::string& why,
+                              const std::vector<std::string>& nodes) {
       provisioned.emplace_back(id, ok, why);
+      provisioned_nodes.push_back(nodes);
     };
     w.operations = std::make_shared<OperationTracker>();
     return w;
@@ -252,6 +255,9 @@ TEST_CASE("plugin operations: provisioning ends with the plugin's event or at it
     REQUIRE(strand.provisioned.size() == 1);
     CHECK(std::get<0>(strand.provisioned[0]) == "burst-1");
     CHECK(std::get<1>(strand.provisioned[0]));
+    // PROVISION_COMPLETED's nodes reach the host: the scheduler takes them as burst nodes by
+    // these names, whichever backend they join through.
+    CHECK(strand.provisioned_nodes[0] == std::vector<std::string>{"spot-0", "spot-1"});
     CHECK_FALSE(operations->Find(id).has_value());
     CHECK(operations->Counts().kinds[provision].succeeded == 1);
     // The deadline's timer was cancelled: nothing ends the request a second time.
