@@ -1,6 +1,7 @@
 #include "ec2_capacity_provider.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <utility>
 
@@ -285,7 +286,49 @@ void Ec2CapacityProvider::Pass() {
     Terminate(timed_out, "did not join within " + std::to_string(config_.join.timeout_s) +
                              " s (join timeouts so far: " + std::to_string(timeouts) + ")");
   }
+  ReadSpotNotices(&events);
   Emit(events);
+}
+
+void Ec2CapacityProvider::ReadSpotNotices(std::vector<v1::BackendEvent>* events) {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mutex_);
+    ids = fleet_.SpotInstancesAwaitingNotice();
+  }
+  if (ids.empty()) return;
+  // EC2 limits how many values one filter may carry (the number is not documented for this
+  // call), so a large fleet is read 100 instances at a time.
+  constexpr std::size_t kIdsPerCall = 100;
+  std::vector<aws::SpotInstanceRequest> requests;
+  for (std::size_t first = 0; first < ids.size(); first += kIdsPerCall) {
+    aws::DescribeSpotInstanceRequestsRequest query;
+    query.filters = {{"instance-id", std::vector<std::string>(
+                                         ids.begin() + first,
+                                         ids.begin() + std::min(ids.size(), first + kIdsPerCall))}};
+    auto part = ec2_->DescribeAllSpotInstanceRequests(query);
+    if (!part.ok()) {
+      const std::string error = part.error().ToString();
+      if (error != spot_notice_error_) {
+        host().Log(TESSERA_LOG_WARN, "aws-ec2: DescribeSpotInstanceRequests: " + error +
+                                         "; spot interruption notices unread, tried again next "
+                                         "pass (EC2 stopping or terminating an instance is still "
+                                         "seen)");
+        spot_notice_error_ = error;
+      }
+      return;
+    }
+    for (auto& request : part.value()) requests.push_back(std::move(request));
+  }
+  if (!spot_notice_error_.empty()) {
+    host().Log(TESSERA_LOG_INFO, "aws-ec2: DescribeSpotInstanceRequests answers again");
+    spot_notice_error_.clear();
+  }
+  const long long wall_now_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count();
+  std::lock_guard lock(mutex_);
+  fleet_.Noticed(requests, host().NowUs(), wall_now_unix_us, events);
 }
 
 void Ec2CapacityProvider::Terminate(const std::vector<std::string>& instance_ids,

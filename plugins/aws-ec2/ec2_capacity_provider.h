@@ -10,7 +10,9 @@
 // Provision accepts at once; a worker thread launches (launch_fallback.h), then every
 // poll_interval_ms looks at EC2 (instances of the cluster) and Kubernetes (their nodes), and
 // moves the fleet on (instance_fleet.h): joins, join timeouts (terminated and counted in the
-// log and the request's message), spot interruptions, and the requests' PROVISION_COMPLETED /
+// log and the request's message), spot interruptions (the two-minute notice read from the spot
+// requests of its joined spot instances, DescribeSpotInstanceRequests; else EC2's stop or
+// termination seen in DescribeInstances), and the requests' PROVISION_COMPLETED /
 // PROVISION_FAILED events. Deprovision terminates the instances of the nodes named. Events
 // are emitted through the host's callback. The host calls one method at a time; a mutex
 // guards what the worker shares.
@@ -54,6 +56,10 @@ class Ec2CapacityProvider : public plugin::Plugin {
   void Work();
   // One pass: launches, terminations, then what EC2 and Kubernetes say.
   void Pass();
+  // The spot requests of the joined spot instances, for EC2's interruption notices. A failure
+  // (throttling past the client's retries, a missing permission) is logged when it starts or
+  // changes and read again next pass.
+  void ReadSpotNotices(std::vector<v1::BackendEvent>* events);
   void Terminate(const std::vector<std::string>& instance_ids, const std::string& why);
   void Emit(const std::vector<v1::BackendEvent>& events);
   // Waits up to `pause` or until Shutdown; false once shutting down.
@@ -72,6 +78,7 @@ class Ec2CapacityProvider : public plugin::Plugin {
   bool kicked_ = false;
   InstanceFleet fleet_;
   std::vector<std::string> to_terminate_;
+  std::string spot_notice_error_;  // the worker's own: the last failure of ReadSpotNotices logged
   std::thread worker_;
 };
 

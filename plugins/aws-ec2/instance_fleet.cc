@@ -1,5 +1,6 @@
 #include "instance_fleet.h"
 
+#include "aws/spot_interruption.h"
 #include "launch_fallback.h"
 
 namespace tessera::aws_ec2 {
@@ -106,9 +107,9 @@ std::vector<std::string> InstanceFleet::Observe(const std::vector<aws::Ec2Instan
     }
     if (Live(instance)) continue;
     TrackedInstance& gone = tracked->second;
-    if (gone.spot && !gone.terminating && !gone.node.empty()) {
-      // EC2 took it back: the notice came and went without us (or EC2 acted early). The node
-      // leaves now.
+    if (gone.spot && !gone.terminating && !gone.node.empty() && !gone.interruption_sent) {
+      // EC2 took it back and we missed its notice (it came and went between two reads, or the
+      // reads failed). The node leaves now.
       v1::BackendEvent event;
       event.set_kind(v1::BackendEvent::SPOT_INTERRUPTION);
       event.set_node(gone.node);
@@ -130,6 +131,45 @@ std::vector<std::string> InstanceFleet::Observe(const std::vector<aws::Ec2Instan
     if (seen.count(id) == 0 && !listed_late) Forget(id, id + " no longer listed by EC2");
   }
   return adopted;
+}
+
+std::vector<std::string> InstanceFleet::SpotInstancesAwaitingNotice() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, instance] : instances_) {
+    if (instance.spot && !instance.node.empty() && !instance.terminating &&
+        !instance.interruption_sent) {
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+void InstanceFleet::Noticed(const std::vector<aws::SpotInstanceRequest>& requests, int64_t now_us,
+                            long long wall_now_unix_us, std::vector<v1::BackendEvent>* events) {
+  for (const aws::SpotInstanceRequest& request : requests) {
+    const std::string action = aws::InterruptionActionOfStatus(request.status_code);
+    if (action.empty()) continue;
+    auto found = instances_.find(request.instance_id);
+    if (found == instances_.end()) continue;
+    TrackedInstance& instance = found->second;
+    if (!instance.spot || instance.node.empty() || instance.terminating ||
+        instance.interruption_sent) {
+      continue;
+    }
+    instance.interruption_sent = true;
+    v1::BackendEvent event;
+    event.set_kind(v1::BackendEvent::SPOT_INTERRUPTION);
+    event.set_node(instance.node);
+    event.set_time_us(now_us);
+    event.set_deadline_us(
+        aws::SpotNoticeDeadlineUs(request.status_update_unix_us, now_us, wall_now_unix_us));
+    event.set_message("EC2 will " + action + " spot instance " + instance.id + ": its request " +
+                      request.spot_instance_request_id + " is " + request.status_code +
+                      (request.status_update_time.empty()
+                           ? " (no notice time: two minutes from now)"
+                           : " since " + request.status_update_time));
+    events->push_back(std::move(event));
+  }
 }
 
 void InstanceFleet::Joined(const std::map<std::string, JoinedNode>& nodes) {

@@ -5,8 +5,10 @@
 // An instance is tracked from its launch (or its adoption: found by the tessera:cluster tag
 // after a restart) until it is gone. It counts as joined once its Kubernetes node is Ready; one
 // not joined join_timeout after it was launched or adopted is to be terminated
-// (TakeJoinTimeouts), and counted. A spot instance that EC2 stops or terminates without being
-// asked is interrupted: SPOT_INTERRUPTION for its node. A request ends once each of its
+// (TakeJoinTimeouts), and counted. A joined spot instance is interrupted when its spot request
+// shows EC2's two-minute notice (Noticed: SPOT_INTERRUPTION for its node, the deadline two
+// minutes after the notice) or, the notice missed, when EC2 stops or terminates it without being
+// asked (Observe: the deadline now); once per instance. A request ends once each of its
 // instances joined or is gone: PROVISION_COMPLETED naming the nodes that joined (fewer than
 // asked when capacity ran out), else PROVISION_FAILED naming each error and timeout.
 // Not thread-safe: the provider's mutex guards it.
@@ -34,6 +36,7 @@ struct TrackedInstance {
   int64_t since_us = 0;  // launched or adopted, host clock
   std::string node;      // set once joined
   bool terminating = false;
+  bool interruption_sent = false;  // SPOT_INTERRUPTION emitted for its node
 };
 
 struct ProvisionState {
@@ -63,6 +66,15 @@ class InstanceFleet {
   // (returned), tracked ones gone are dropped (a spot one not asked to go is an interruption).
   std::vector<std::string> Observe(const std::vector<aws::Ec2Instance>& instances, int64_t now_us,
                                    std::vector<v1::BackendEvent>* events);
+  // Joined spot instances not being terminated and not yet interrupted: those whose spot
+  // requests are worth reading for a notice. (One not joined yet is read once it joins: EC2
+  // keeps the notice in the status until it acts.)
+  std::vector<std::string> SpotInstancesAwaitingNotice() const;
+  // EC2's spot requests of such instances: each marked for termination, stop or hibernation
+  // gives SPOT_INTERRUPTION for its node, deadline_us from the notice's updateTime
+  // (aws::SpotNoticeDeadlineUs, mapped through `wall_now_unix_us` onto the host clock `now_us`).
+  void Noticed(const std::vector<aws::SpotInstanceRequest>& requests, int64_t now_us,
+               long long wall_now_unix_us, std::vector<v1::BackendEvent>* events);
   // Kubernetes' view: instances whose node is Ready join.
   void Joined(const std::map<std::string, JoinedNode>& nodes);
   // Instances past the join timeout, marked terminating and counted.

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -312,6 +313,71 @@ TEST_CASE("aws_ec2_fake: the spot interruption notice, seen through IMDSv2") {
   REQUIRE(after.value().instances.size() == 1);
   CHECK((after.value().instances[0].state.name == "shutting-down" ||
          after.value().instances[0].state.name == "terminated"));
+}
+
+TEST_CASE("aws_ec2_fake: the notice in each spot instance's request, page by page") {
+  Fault("reset");
+  Ec2Client client = MakeClient();
+  const auto launched = client.RunInstances(Launch("g5.xlarge", 6, 6, true, "burst"));
+  REQUIRE(launched.ok());
+  REQUIRE(client.RunInstances(Launch("g5.xlarge", 1, 1, false, "burst")).ok());  // on-demand
+  std::vector<std::string> ids;
+  for (const Ec2Instance& instance : launched.value().instances) {
+    ids.push_back(instance.instance_id);
+  }
+  DescribeSpotInstanceRequestsRequest request;
+  request.filters = {{"instance-id", ids}};
+  request.max_results = 5;
+  const auto first = client.DescribeSpotInstanceRequests(request);
+  REQUIRE_MESSAGE(first.ok(), first.error().ToString());
+  CHECK(first.value().requests.size() == 5);
+  CHECK_FALSE(first.value().next_token.empty());
+  const auto all = client.DescribeAllSpotInstanceRequests(request);
+  REQUIRE(all.ok());
+  REQUIRE(all.value().size() == 6);  // one per spot instance, none for the on-demand one
+  std::set<std::string> seen;
+  for (const SpotInstanceRequest& spot : all.value()) {
+    seen.insert(spot.instance_id);
+    CHECK(spot.state == "active");
+    CHECK(spot.status_code == "fulfilled");
+  }
+  CHECK(seen == std::set<std::string>(ids.begin(), ids.end()));
+
+  const auto wall_now_us = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const long long before_us = wall_now_us();
+  Fault("interrupt", R"({"instance_id": ")" + ids[0] + R"(", "notice_seconds": 0.5})");
+  Fault("interrupt",
+        R"({"instance_id": ")" + ids[1] + R"(", "action": "stop", "notice_seconds": 60})");
+  request.filters = {{"instance-id", {ids[0], ids[1]}}};
+  const auto marked = client.DescribeAllSpotInstanceRequests(request);
+  REQUIRE(marked.ok());
+  REQUIRE(marked.value().size() == 2);
+  std::map<std::string, SpotInstanceRequest> by_instance;
+  for (const SpotInstanceRequest& spot : marked.value()) by_instance[spot.instance_id] = spot;
+  CHECK(by_instance[ids[0]].status_code == "marked-for-termination");
+  CHECK(by_instance[ids[1]].status_code == "marked-for-stop");
+  CHECK(by_instance[ids[0]].state == "active");
+  // updateTime is the notice's time (EC2's clock; here the same machine's).
+  CHECK(by_instance[ids[0]].status_update_unix_us >= before_us - 1'000);
+  CHECK(by_instance[ids[0]].status_update_unix_us <= wall_now_us());
+
+  // EC2 acts: the request closes with the reason; the instance is gone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  request.filters = {{"instance-id", {ids[0]}}};
+  const auto acted = client.DescribeAllSpotInstanceRequests(request);
+  REQUIRE(acted.ok());
+  REQUIRE(acted.value().size() == 1);
+  CHECK(acted.value()[0].state == "closed");
+  CHECK(acted.value()[0].status_code == "instance-terminated-no-capacity");
+
+  request.filters = {{"launch-group", {"x"}}};
+  const auto unmodelled = client.DescribeSpotInstanceRequests(request);
+  REQUIRE_FALSE(unmodelled.ok());
+  CHECK(unmodelled.error().code == "InvalidParameterValue");
 }
 
 TEST_CASE("aws_ec2_fake: HTTPS with a given CA, the host name checked") {

@@ -304,7 +304,10 @@ TEST_CASE("aws_ec2_provider: throttling is backed off and the request still comp
   REQUIRE(host->Provision(Request("a10g-on-demand", 1, "throttled-1"), nullptr).ok());
   const v1::BackendEvent end = WaitForEnd(*host, "throttled-1");
   CHECK_MESSAGE(end.kind() == v1::BackendEvent::PROVISION_COMPLETED, end.message());
-  CHECK(nlohmann::json::parse(testing::GetStats(g_proxy))["throttled"].get<int>() > 0);
+  const nlohmann::json stats = nlohmann::json::parse(testing::GetStats(g_proxy));
+  CHECK(stats["throttled"].get<int>() > 0);
+  // An on-demand node has no spot request to read.
+  CHECK(stats["calls"].value("DescribeSpotInstanceRequests", 0) == 0);
   Fault("throttle", R"({"every": 0})");
   CHECK(LiveInstances().size() == 1);
   host->Shutdown();
@@ -425,8 +428,62 @@ TEST_CASE("aws_ec2_provider: an instance that never joins is terminated after th
   host->Shutdown();
 }
 
-TEST_CASE("aws_ec2_provider: a spot interruption becomes SPOT_INTERRUPTION for its node") {
+int SpotInterruptions(const FakeHost& host) {
+  int count = 0;
+  for (const auto& e : host.events()) {
+    count += e.kind() == v1::BackendEvent::SPOT_INTERRUPTION ? 1 : 0;
+  }
+  return count;
+}
+
+TEST_CASE("aws_ec2_provider: EC2's two-minute notice gives SPOT_INTERRUPTION before EC2 acts") {
   Reset();
+  UseEnvironmentKeys();
+  auto host = Started(Config());
+  REQUIRE(host->Provision(Request("a10g-spot", 1, "notice-1"), nullptr).ok());
+  const v1::BackendEvent end = WaitForEnd(*host, "notice-1");
+  REQUIRE(end.kind() == v1::BackendEvent::PROVISION_COMPLETED);
+  const std::vector<Ec2Instance> live = LiveInstances();
+  REQUIRE(live.size() == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(SpotInterruptions(*host) == 0);  // its request is read, and is only fulfilled
+
+  Fault("interrupt",
+        nlohmann::json({{"instance_id", live[0].instance_id}, {"notice_seconds", 120}}).dump());
+  // Polls are 100 ms apart: a few of them.
+  auto notice = host->WaitForEvent(
+      [](const v1::BackendEvent& e) { return e.kind() == v1::BackendEvent::SPOT_INTERRUPTION; },
+      std::chrono::seconds(2));
+  REQUIRE(notice.has_value());
+  CHECK(notice->node() == end.nodes(0));
+  // Two minutes from the notice (updateTime has milliseconds; the notice is a few polls old).
+  const int64_t ahead_us = notice->deadline_us() - host->NowUs();
+  CHECK(ahead_us > 115'000'000);
+  CHECK(ahead_us <= 120'000'000);
+  CHECK_MESSAGE(notice->message().find("EC2 will terminate spot instance " + live[0].instance_id) !=
+                    std::string::npos,
+                notice->message());
+  CHECK(notice->message().find("marked-for-termination") != std::string::npos);
+  CHECK(LiveInstances().size() == 1);  // EC2 has not acted
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(SpotInterruptions(*host) == 1);  // once per instance
+
+  v1::DeprovisionRequest give_back;
+  *give_back.mutable_nodes() = end.nodes();
+  REQUIRE(host->Deprovision(give_back).ok());
+  for (int i = 0; i < 50 && !LiveInstances().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(LiveInstances().empty());
+  host->Shutdown();
+}
+
+TEST_CASE("aws_ec2_provider: the notice unread (throttled), EC2 acting still interrupts") {
+  Reset();
+  // Every DescribeSpotInstanceRequests throttled, past the client's retries: provisioning goes
+  // on, and the interruption is seen when EC2 terminates the instance.
+  Fault("throttle", R"({"every": 1, "actions": ["DescribeSpotInstanceRequests"]})");
   UseEnvironmentKeys();
   auto host = Started(Config());
   REQUIRE(host->Provision(Request("a10g-spot", 1, "spot-int-1"), nullptr).ok());
@@ -442,7 +499,11 @@ TEST_CASE("aws_ec2_provider: a spot interruption becomes SPOT_INTERRUPTION for i
   REQUIRE(notice.has_value());
   CHECK(notice->node() == end.nodes(0));
   CHECK(notice->deadline_us() == host->NowUs());
-  CHECK(notice->message().find(live[0].instance_id) != std::string::npos);
+  CHECK(notice->message().find("EC2 reports spot instance " + live[0].instance_id) !=
+        std::string::npos);
+  CHECK(Logged(*host, "DescribeSpotInstanceRequests: RequestLimitExceeded"));
+  CHECK(nlohmann::json::parse(testing::GetStats(g_proxy))["throttled"].get<int>() > 0);
+  Fault("throttle", R"({"every": 0})");
   host->Shutdown();
 }
 

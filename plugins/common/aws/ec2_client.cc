@@ -112,6 +112,16 @@ QueryParams SpotPriceHistoryParams(const SpotPriceHistoryRequest& request) {
   return params;
 }
 
+QueryParams SpotInstanceRequestsParams(const DescribeSpotInstanceRequestsRequest& request) {
+  QueryParams params;
+  AddList(params, "SpotInstanceRequestId", request.spot_instance_request_ids);
+  AddFilters(params, request.filters);
+  if (request.max_results > 0)
+    params.emplace_back("MaxResults", std::to_string(request.max_results));
+  if (!request.next_token.empty()) params.emplace_back("NextToken", request.next_token);
+  return params;
+}
+
 QueryParams InstanceTypesParams(const std::vector<std::string>& instance_types,
                                 const std::string& next_token) {
   QueryParams params;
@@ -216,6 +226,29 @@ Ec2Outcome<SpotPriceHistoryPage> Ec2Client::DescribeSpotPriceHistory(
   auto reply = Call("DescribeSpotPriceHistory", SpotPriceHistoryParams(request));
   if (!reply.ok()) return reply.error();
   return ParseSpotPriceHistoryReply(reply.value().status, reply.value().body);
+}
+
+Ec2Outcome<SpotInstanceRequestsPage> Ec2Client::DescribeSpotInstanceRequests(
+    const DescribeSpotInstanceRequestsRequest& request) {
+  auto reply = Call("DescribeSpotInstanceRequests", SpotInstanceRequestsParams(request));
+  if (!reply.ok()) return reply.error();
+  return ParseSpotInstanceRequestsReply(reply.value().status, reply.value().body);
+}
+
+Ec2Outcome<std::vector<SpotInstanceRequest>> Ec2Client::DescribeAllSpotInstanceRequests(
+    DescribeSpotInstanceRequestsRequest request) {
+  std::vector<SpotInstanceRequest> requests;
+  for (int page_number = 0; page_number < 1000; ++page_number) {
+    auto page = DescribeSpotInstanceRequests(request);
+    if (!page.ok()) return page.error();
+    for (auto& item : page.value().requests) requests.push_back(std::move(item));
+    if (page.value().next_token.empty()) return requests;
+    request.next_token = page.value().next_token;
+  }
+  Ec2Error error;
+  error.code = "MalformedReply";
+  error.message = "DescribeSpotInstanceRequests still had a NextToken after 1000 pages";
+  return error;
 }
 
 Ec2Outcome<std::vector<InstanceTypeInfo>> Ec2Client::DescribeInstanceTypes(

@@ -1,5 +1,6 @@
 // Ec2Client: the EC2 Query API calls a capacity provider makes (RunInstances,
-// DescribeInstances, TerminateInstances, DescribeSpotPriceHistory, DescribeInstanceTypes). Each
+// DescribeInstances, TerminateInstances, DescribeSpotPriceHistory, DescribeInstanceTypes,
+// DescribeSpotInstanceRequests). Each
 // call is a form-encoded POST to the regional endpoint (Action=…&Version=2016-11-15), signed with
 // SigV4 for service "ec2", whose XML reply becomes the typed result or an Ec2Error (ec2_error.h).
 //
@@ -66,6 +67,7 @@ QueryParams RunInstancesParams(const RunInstancesRequest& request);
 QueryParams DescribeInstancesParams(const DescribeInstancesRequest& request);
 QueryParams TerminateInstancesParams(const std::vector<std::string>& instance_ids);
 QueryParams SpotPriceHistoryParams(const SpotPriceHistoryRequest& request);
+QueryParams SpotInstanceRequestsParams(const DescribeSpotInstanceRequestsRequest& request);
 QueryParams InstanceTypesParams(const std::vector<std::string>& instance_types,
                                 const std::string& next_token);
 
@@ -84,6 +86,12 @@ class Ec2Client {
   Ec2Outcome<std::vector<InstanceStateChange>> TerminateInstances(
       const std::vector<std::string>& instance_ids);
   Ec2Outcome<SpotPriceHistoryPage> DescribeSpotPriceHistory(const SpotPriceHistoryRequest& request);
+  // One page of spot requests (by id and/or filter, e.g. {"instance-id", {ids}}).
+  Ec2Outcome<SpotInstanceRequestsPage> DescribeSpotInstanceRequests(
+      const DescribeSpotInstanceRequestsRequest& request);
+  // Every page, following NextToken (at most 1000 pages).
+  Ec2Outcome<std::vector<SpotInstanceRequest>> DescribeAllSpotInstanceRequests(
+      DescribeSpotInstanceRequestsRequest request);
   // The named types (every page). A name EC2 does not know fails the whole call
   // (InvalidInstanceType, naming it).
   Ec2Outcome<std::vector<InstanceTypeInfo>> DescribeInstanceTypes(

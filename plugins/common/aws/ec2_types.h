@@ -120,6 +120,35 @@ struct SpotPriceHistoryPage {
   std::string next_token;
 };
 
+// DescribeSpotInstanceRequests: the spot request behind each spot instance. RunInstances with
+// InstanceMarketOptions makes one too. Its status code is where EC2 shows, to the account, the
+// two-minute interruption notice the instance itself reads from IMDS: "marked-for-termination",
+// "marked-for-stop" or "marked-for-hibernation", with updateTime the time of the notice.
+struct DescribeSpotInstanceRequestsRequest {
+  std::vector<std::string> spot_instance_request_ids;  // SpotInstanceRequestId.N
+  std::vector<Ec2Filter> filters;                      // e.g. "instance-id", "status-code"
+  // 0: EC2's default (all); else 5..1000 per page.
+  int max_results = 0;
+  std::string next_token;
+};
+
+struct SpotInstanceRequest {
+  std::string spot_instance_request_id;  // sir-…
+  std::string instance_id;               // empty until fulfilled
+  std::string state;                     // open, active, closed, cancelled, failed, disabled
+  std::string status_code;               // "fulfilled", "marked-for-termination", …
+  std::string status_message;
+  std::string status_update_time;  // as EC2 writes it, e.g. "2026-12-07T23:10:00.000Z"
+  // status_update_time as microseconds since the Unix epoch (UTC); 0 when absent or unreadable.
+  long long status_update_unix_us = 0;
+  std::string instance_interruption_behavior;  // terminate, stop, hibernate
+};
+
+struct SpotInstanceRequestsPage {
+  std::vector<SpotInstanceRequest> requests;
+  std::string next_token;  // empty on the last page
+};
+
 // DescribeInstanceTypes: what an instance type offers, of what a scheduler places on.
 struct InstanceGpu {
   std::string name;          // "A10G", "A100", "H100"

@@ -2,7 +2,9 @@
 
 #include <pugixml.hpp>
 
+#include <cctype>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 namespace tessera::aws {
@@ -76,6 +78,24 @@ Ec2Instance ParseInstance(const pugi::xml_node& item) {
 }
 
 }  // namespace
+
+long long ParseEc2TimestampUs(const std::string& text) {
+  std::tm tm{};
+  const char* rest = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return 0;
+  long long fraction_us = 0;
+  if (*rest == '.') {
+    long long scale = 100'000;
+    for (++rest; std::isdigit(static_cast<unsigned char>(*rest)); ++rest) {
+      fraction_us += (*rest - '0') * scale;
+      scale /= 10;
+    }
+  }
+  if (std::string_view(rest) != "Z") return 0;
+  const std::time_t seconds = ::timegm(&tm);
+  if (seconds <= 0) return 0;
+  return static_cast<long long>(seconds) * 1'000'000 + fraction_us;
+}
 
 std::optional<Ec2Error> ParseErrorReply(int http_status, std::string_view body) {
   pugi::xml_document document;
@@ -173,6 +193,36 @@ Ec2Outcome<SpotPriceHistoryPage> ParseSpotPriceHistoryReply(int http_status,
     }
     price.timestamp = Text(item, "timestamp");
     page.prices.push_back(std::move(price));
+  }
+  page.next_token = Text(root, "nextToken");
+  return page;
+}
+
+Ec2Outcome<SpotInstanceRequestsPage> ParseSpotInstanceRequestsReply(int http_status,
+                                                                    std::string_view body) {
+  pugi::xml_document document;
+  pugi::xml_node root;
+  const bool loaded = Load(document, body, &root);
+  if (auto error =
+          CheckReply(loaded, root, http_status, body, "DescribeSpotInstanceRequestsResponse")) {
+    return *error;
+  }
+  SpotInstanceRequestsPage page;
+  for (const pugi::xml_node& item : root.child("spotInstanceRequestSet").children("item")) {
+    SpotInstanceRequest request;
+    request.spot_instance_request_id = Text(item, "spotInstanceRequestId");
+    if (request.spot_instance_request_id.empty()) {
+      return Malformed(http_status, body, "an item without spotInstanceRequestId");
+    }
+    request.instance_id = Text(item, "instanceId");
+    request.state = Text(item, "state");
+    const pugi::xml_node status = item.child("status");
+    request.status_code = Text(status, "code");
+    request.status_message = Text(status, "message");
+    request.status_update_time = Text(status, "updateTime");
+    request.status_update_unix_us = ParseEc2TimestampUs(request.status_update_time);
+    request.instance_interruption_behavior = Text(item, "instanceInterruptionBehavior");
+    page.requests.push_back(std::move(request));
   }
   page.next_token = Text(root, "nextToken");
   return page;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,7 +27,15 @@ Ec2Outcome<DescribeInstancesPage> ParseDescribeInstancesReply(int http_status,
 Ec2Outcome<std::vector<InstanceStateChange>> ParseTerminateInstancesReply(int http_status,
                                                                           std::string_view body);
 Ec2Outcome<SpotPriceHistoryPage> ParseSpotPriceHistoryReply(int http_status, std::string_view body);
+// spotInstanceRequestSet: each request's id, instance, state and status (code, message,
+// updateTime, also as Unix microseconds when it reads as UTC ISO 8601), and the next token.
+Ec2Outcome<SpotInstanceRequestsPage> ParseSpotInstanceRequestsReply(int http_status,
+                                                                    std::string_view body);
 // instanceTypeSet: type, vCPUs, memory, GPUs (gpuInfo/gpus: name, manufacturer, count, memory).
 Ec2Outcome<InstanceTypesPage> ParseInstanceTypesReply(int http_status, std::string_view body);
+
+// "2026-12-07T23:10:00Z" or with fractional seconds ("…:00.250Z"), as microseconds since the
+// Unix epoch; 0 for anything else (no zone, another offset, trailing text).
+long long ParseEc2TimestampUs(const std::string& text);
 
 }  // namespace tessera::aws

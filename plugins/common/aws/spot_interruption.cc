@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace tessera::aws {
 namespace {
 
@@ -56,6 +58,19 @@ Ec2Outcome<std::optional<SpotInstanceAction>> PollSpotInstanceAction(
   if (json.contains("time") && json["time"].is_string())
     action.time = json["time"].get<std::string>();
   return std::optional<SpotInstanceAction>(std::move(action));
+}
+
+std::string InterruptionActionOfStatus(std::string_view status_code) {
+  if (status_code == "marked-for-termination") return "terminate";
+  if (status_code == "marked-for-stop") return "stop";
+  if (status_code == "marked-for-hibernation") return "hibernate";
+  return {};
+}
+
+int64_t SpotNoticeDeadlineUs(long long notice_unix_us, int64_t now_us, long long wall_now_unix_us) {
+  if (notice_unix_us <= 0) return now_us + kSpotNoticeLeadUs;
+  const long long left_us = notice_unix_us + kSpotNoticeLeadUs - wall_now_unix_us;
+  return now_us + std::clamp<long long>(left_us, 0, kSpotNoticeLeadUs);
 }
 
 }  // namespace tessera::aws

@@ -30,8 +30,11 @@ Control (each POST answers {"ok": true} or 400 with {"error": ...}):
   /fault/pending      {"seconds": S}                      new instances stay pending S seconds
   /fault/interrupt    {"instance_id", "action"?: "terminate"|"stop"|"hibernate",
                        "notice_seconds"?: 120}            schedule a spot interruption: the
-                      notice appears at once, EC2 acts after notice_seconds (the proxy then
-                      terminates or stops the instance in moto)
+                      notice appears at once, in the instance's IMDS (spot/instance-action) and
+                      in its spot request (DescribeSpotInstanceRequests status code
+                      marked-for-termination, -stop or -hibernation by action, updateTime now);
+                      EC2 acts after notice_seconds (the proxy then terminates or stops the
+                      instance in moto, and closes or disables its spot request)
   /fault/imds         {"instance_id"}                     the instance whose metadata /latest/
                       serves (an IMDS belongs to one machine)
   /fault/imds_role    {"role", "access_key_id", "secret_access_key", "token"?, "expiration"?}
@@ -85,8 +88,21 @@ What the proxy adds to moto, and where both still differ from EC2:
     heartbeats and the capacity of the instance type as moto describes it.
   - Instance role credentials: served as IMDS serves them (Code, AccessKeyId, SecretAccessKey,
     Token, Expiration); real ones rotate about every hour.
-  - Still as moto has it: DescribeInstances pages by reservation, not by instance; no Spot
-    Instance request objects.
+  - Spot requests: EC2 makes one for each instance of a spot RunInstances; moto 5.2.1 makes
+    none (it keeps only those of RequestSpotInstances: after a spot RunInstances its
+    DescribeSpotInstanceRequests answers an empty spotInstanceRequestSet). The proxy makes them
+    and answers DescribeSpotInstanceRequests itself: per spot instance launched through it, a
+    request (sir-…) active/fulfilled, marked-for-termination|stop|hibernation from an
+    interruption's notice (updateTime the notice's time), closed (one-time) or disabled with
+    instance-terminated-no-capacity / instance-stopped-no-capacity once the interruption acted,
+    closed with instance-terminated-by-user after TerminateInstances; SpotInstanceRequestId.N,
+    the filters instance-id, spot-instance-request-id, state, status-code and type (another
+    filter is refused with InvalidParameterValue), MaxResults 5..1000 and NextToken paging.
+    Where both still differ from EC2: moto's own RequestSpotInstances requests are not listed;
+    a persistent request is not fulfilled again; status messages are the proxy's wording; a
+    closed request stays until reset (EC2 deletes it four hours later); DescribeInstances shows
+    no spotInstanceRequestId.
+  - Still as moto has it: DescribeInstances pages by reservation, not by instance.
   - Error replies have EC2's shape: <Response><Errors><Error><Code/><Message/></Error></Errors>
     <RequestID/></Response>. HTTP status: InsufficientInstanceCapacity 500 (AWS lists it among
     server errors), RequestLimitExceeded 503 (as we remember botocore's EC2 retry rule; not
@@ -147,6 +163,46 @@ def text_of(node, name):
     return element.text or "" if element is not None else ""
 
 
+def ec2_time(seconds):
+    """EC2's timestamp form: UTC with milliseconds, "2026-12-07T23:10:00.250Z"."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".%03dZ" % (
+        int(seconds * 1000) % 1000)
+
+
+# The status codes of EC2's "Spot request status" for the notice, by interruption action, and
+# for the request once EC2 has acted (its most common reason: capacity).
+NOTICE_CODES = {"terminate": "marked-for-termination", "stop": "marked-for-stop",
+                "hibernate": "marked-for-hibernation"}
+ACTED_CODES = {"terminate": "instance-terminated-no-capacity",
+               "stop": "instance-stopped-no-capacity", "hibernate": "instance-stopped-no-capacity"}
+SPOT_REQUEST_FILTERS = {"instance-id": "instance_id", "spot-instance-request-id": "id",
+                        "state": "state", "status-code": "code", "type": "type"}
+
+
+def elements_xml(fields):
+    return "".join("<%s>%s</%s>" % (name, xml_escape(value), name) for name, value in fields
+                   if value)
+
+
+def spot_request_xml(request):
+    # spotPrice: the MaxPrice asked for; without one EC2 shows the on-demand price, which the
+    # proxy does not know, so it leaves the element out.
+    body = elements_xml([("spotInstanceRequestId", request["id"]),
+                         ("spotPrice", request["spot_price"]), ("type", request["type"]),
+                         ("state", request["state"])])
+    body += ("<status><code>%s</code><updateTime>%s</updateTime><message>%s</message></status>"
+             % (request["code"], request["update_time"], xml_escape(request["message"])))
+    body += ("<launchSpecification><imageId>%s</imageId><instanceType>%s</instanceType>"
+             "<placement><availabilityZone>%s</availabilityZone></placement>"
+             "</launchSpecification>" % (xml_escape(request["image_id"]),
+                                          xml_escape(request["instance_type"]),
+                                          xml_escape(request["zone"])))
+    fields = [("instanceId", request["instance_id"]), ("createTime", request["create_time"]),
+              ("productDescription", "Linux/UNIX"), ("launchedAvailabilityZone", request["zone"]),
+              ("instanceInterruptionBehavior", request["behavior"])]
+    return "<item>" + body + elements_xml(fields) + "</item>"
+
+
 # SigV4, recomputed from AWS's description (docs.aws.amazon.com/IAM/latest/UserGuide/
 # create-signed-request.html) for the requests the C++ client sends: path "/", no query.
 def sigv4_expected(method, path, query, headers, body, secret, authorization):
@@ -197,6 +253,7 @@ class Faults:
         self.pending_seconds = 0.0
         self.launched_at = {}       # instance id -> time.monotonic() at launch
         self.interruptions = {}     # instance id -> {"action", "time", "due"}
+        self.spot_requests = {}     # instance id -> its spot request (see SpotRequests below)
         self.imds_instance = None
         self.imds_tokens = {}       # token -> expiry (monotonic)
         self.client_tokens = {}     # token -> (params without the token, reply body)
@@ -400,6 +457,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 faults.interruptions[request["instance_id"]] = {
                     "action": action, "due": due,
                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due))}
+                spot_request = faults.spot_requests.get(request["instance_id"])
+                if spot_request is not None:
+                    spot_request.update(
+                        code=NOTICE_CODES[action], update_time=ec2_time(time.time()),
+                        message="Spot Instance is marked for %s." % {
+                            "terminate": "termination", "stop": "stop",
+                            "hibernate": "hibernation"}[action])
             elif what == "imds":
                 faults.imds_instance = request["instance_id"]
             elif what == "imds_role":
@@ -479,11 +543,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self.send(503, error_xml("RequestLimitExceeded", "Request limit exceeded."))
         if action == "RunInstances":
             return self.run_instances(params, query)
+        if action == "DescribeSpotInstanceRequests":
+            return self.describe_spot_requests(params, query)
         lifecycles = None
         if action == "DescribeInstances":
             params, lifecycles = take_filter(params, "instance-lifecycle")
             body = urllib.parse.urlencode(params).encode()
         status, reply, content_type = self.forward(body)
+        if status == 200 and action == "TerminateInstances":
+            self.spot_requests_terminated_by_user(params)
         if status == 200 and action == "DescribeInstances":
             reply = self.rewrite_instances(reply, query, lifecycles)
         elif status == 200 and action == "DescribeSpotPriceHistory":
@@ -524,6 +592,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = urllib.parse.urlencode({"Action": action, "Version": "2016-11-15",
                                            "InstanceId.1": instance_id}).encode()
             self.forward(body, self.moto_headers())
+            spot_request = faults.spot_requests.get(instance_id)
+            if spot_request is not None:
+                one_time = spot_request["type"] == "one-time"
+                spot_request.update(
+                    code=ACTED_CODES[notice["action"]], update_time=ec2_time(now),
+                    state=("closed" if one_time else "open") if notice["action"] == "terminate"
+                    else "disabled",
+                    message="Spot Instance %s due to no Spot capacity available." % (
+                        "terminated" if notice["action"] == "terminate" else "stopped"))
 
     def moto_headers(self):
         # moto picks the region from the credential scope; keep the caller's.
@@ -576,10 +653,89 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 now = time.monotonic()
                 for item in children(child(root, "instancesSet"), "item"):
                     faults.launched_at[text_of(item, "instanceId")] = now
+                    if query.get("InstanceMarketOptions.MarketType") == "spot":
+                        self.add_spot_request(item, query)
                 reply = ET.tostring(root, encoding="utf-8", xml_declaration=True)
                 if token:
                     faults.client_tokens[token] = (without_token, reply)
         self.send(status, reply, content_type)
+
+    # -- spot requests (moto keeps none for RunInstances; see the header) -------------------
+
+    def add_spot_request(self, item, query):
+        """The spot request EC2 makes for a spot RunInstances: one per instance, fulfilled."""
+        spot = "InstanceMarketOptions.SpotOptions."
+        launched = ec2_time(time.time())
+        self.server.faults.spot_requests[text_of(item, "instanceId")] = {
+            "id": "sir-" + secrets.token_hex(4), "instance_id": text_of(item, "instanceId"),
+            "state": "active", "code": "fulfilled", "message": "Your spot request is fulfilled.",
+            "update_time": launched, "create_time": launched,
+            "type": query.get(spot + "SpotInstanceType", "one-time"),
+            "behavior": query.get(spot + "InstanceInterruptionBehavior", "terminate"),
+            "spot_price": query.get(spot + "MaxPrice", ""),
+            "image_id": text_of(item, "imageId"), "instance_type": text_of(item, "instanceType"),
+            "zone": text_of(child(item, "placement"), "availabilityZone")}
+
+    def spot_requests_terminated_by_user(self, params):
+        faults = self.server.faults
+        with faults.lock:
+            for key, instance_id in params:
+                spot_request = faults.spot_requests.get(instance_id)
+                if not key.startswith("InstanceId.") or spot_request is None:
+                    continue
+                if spot_request["state"] == "active":
+                    spot_request.update(
+                        code="instance-terminated-by-user", update_time=ec2_time(time.time()),
+                        state="closed" if spot_request["type"] == "one-time" else "open",
+                        message="Spot Instance terminated due to user-initiated termination.")
+
+    def describe_spot_requests(self, params, query):
+        """DescribeSpotInstanceRequests from the proxy's own records: SpotInstanceRequestId.N,
+        the filters of SPOT_REQUEST_FILTERS, MaxResults (5..1000) and NextToken paging."""
+        faults = self.server.faults
+        ids = [value for key, value in params if key.startswith("SpotInstanceRequestId.")]
+        filters = {}
+        for key, name in params:
+            parts = key.split(".")
+            if len(parts) == 3 and parts[0] == "Filter" and parts[2] == "Name":
+                prefix = "Filter.%s.Value." % parts[1]
+                filters[name] = {v for k, v in params if k.startswith(prefix)}
+        for name in filters:
+            if name not in SPOT_REQUEST_FILTERS:
+                return self.send(400, error_xml(
+                    "InvalidParameterValue",
+                    "The filter '%s' is not modelled by the fault proxy." % name))
+        max_results = int(query.get("MaxResults", "0") or "0")
+        if max_results and not 5 <= max_results <= 1000:
+            return self.send(400, error_xml(
+                "InvalidParameterValue",
+                "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 "
+                "and 1000." % max_results))
+        start = query.get("NextToken", "")
+        if start and not start.isdigit():
+            return self.send(400, error_xml("InvalidParameterValue",
+                                            "Invalid value '%s' for NextToken." % start))
+        with faults.lock:
+            requests = list(faults.spot_requests.values())
+            known = {request["id"] for request in requests}
+            for request_id in ids:
+                if request_id not in known:
+                    return self.send(400, error_xml(
+                        "InvalidSpotInstanceRequestID.NotFound",
+                        "The spot instance request ID '%s' does not exist" % request_id))
+            chosen = [request for request in requests
+                      if (not ids or request["id"] in ids) and
+                      all(request[SPOT_REQUEST_FILTERS[name]] in values
+                          for name, values in filters.items())]
+            first = int(start or "0")
+            last = first + max_results if max_results else len(chosen)
+            page = "".join(spot_request_xml(request) for request in chosen[first:last])
+        more = "<nextToken>%d</nextToken>" % last if last < len(chosen) else ""
+        self.send(200, ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                        '<DescribeSpotInstanceRequestsResponse xmlns="%s/"><requestId>%s'
+                        '</requestId><spotInstanceRequestSet>%s</spotInstanceRequestSet>%s'
+                        '</DescribeSpotInstanceRequestsResponse>'
+                        % (EC2_NS, uuid.uuid4(), page, more)).encode())
 
     def rewrite_instances(self, reply, query, lifecycles=None):
         faults = self.server.faults
