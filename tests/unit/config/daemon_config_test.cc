@@ -358,6 +358,22 @@ elastic:
   CHECK(mapped->elastic.metering_interval == library.metering_interval);
 }
 
+// docs/cloud-burst.md walks through this file with the real binaries; it must stay loadable.
+TEST_CASE("daemon config: docs/examples/cloud-burst-sim.yaml loads with its elastic times") {
+  StatusOr<v1::DaemonConfig> config = LoadDaemonConfig(std::string(TESSERA_EXAMPLES_DIR) +
+                                                       "/../docs/examples/cloud-burst-sim.yaml");
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  CHECK(options->elastic.scale_out_after == std::chrono::seconds(1));
+  CHECK(options->elastic.scale_in_after == std::chrono::seconds(5));
+  CHECK(options->elastic.metering_interval == std::chrono::seconds(1));
+  REQUIRE(options->backends.size() == 1);
+  CHECK(options->backends[0].plugin.plugin == "sim");
+  REQUIRE(config->queues_size() == 1);
+  CHECK(config->queues(0).burst_budget().per_hour() == 0.25);
+}
+
 TEST_CASE("daemon config: a declared queue's burst_budget is read, and a bad one named") {
   StatusOr<v1::DaemonConfig> config = LoadYaml(
       "queues:\n"
