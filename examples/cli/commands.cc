@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "burst_table.h"
 #include "table.h"
 #include "tessera/message_file.h"
 
@@ -154,6 +155,7 @@ void PrintQueues(const std::vector<v1::Queue>& queues) {
     std::cout << '\n';
     models.Print(std::cout);
   }
+  PrintBurstSpend(queues, std::cout);
 }
 
 void PrintNodes(const std::vector<v1::Node>& nodes) {

@@ -200,6 +200,46 @@ std::string RenderMetrics(tessera::Scheduler& scheduler, const tessera::v1::Daem
     }
   }
 
+  // Spend on burst capacity, in the currency of the node groups' prices (docs/cloud-burst.md).
+  w.Header("tessera_queue_burst_spend", "gauge",
+           "Spent on burst capacity by a queue's subtree in the current UTC hour, day or month.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      const auto& spend = q.status().burst();
+      for (const auto& [period, value] :
+           {std::pair{"hour", spend.this_hour()}, std::pair{"day", spend.today()},
+            std::pair{"month", spend.this_month()}}) {
+        w.Sample("tessera_queue_burst_spend", {{"queue", q.spec().name()}, {"period", period}},
+                 value);
+      }
+    }
+  }
+  w.Header("tessera_queue_burst_rate_per_hour", "gauge",
+           "What a queue's subtree spends on burst capacity now, per hour.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      w.Sample("tessera_queue_burst_rate_per_hour", {{"queue", q.spec().name()}},
+               q.status().burst().rate_per_hour());
+    }
+  }
+  w.Header("tessera_queue_burst_month_forecast", "gauge",
+           "What a queue's subtree's burst spend comes to this month at the present rate.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      w.Sample("tessera_queue_burst_month_forecast", {{"queue", q.spec().name()}},
+               q.status().burst().month_forecast());
+    }
+  }
+  w.Header("tessera_queue_burst_out_of_budget", "gauge",
+           "1 while a budget (the queue's, an ancestor's or the global one) keeps the queue off "
+           "burst capacity.");
+  if (queues.ok()) {
+    for (const auto& q : *queues) {
+      w.Sample("tessera_queue_burst_out_of_budget", {{"queue", q.spec().name()}},
+               q.status().burst().out_of_budget().empty() ? 0 : 1);
+    }
+  }
+
   auto backends = scheduler.ListBackends();
   w.Header("tessera_backend_healthy", "gauge",
            "1 while the backend answers; 0 once a call failed, hung or returned bad bytes.");

@@ -621,6 +621,49 @@ TEST_CASE("tessctl queues shows an unset weight as 1, its meaning") {
   CHECK(run.out.find("ops        2.5 ") != std::string::npos);
 }
 
+TEST_CASE("tessctl queues shows burst spend for queues with a budget or some spend") {
+  FakeTesserad server([](const RecordedRequest&) {
+    return Ok(R"x({"queues":[
+      {"spec":{"name":"team","burstBudget":{"perHour":1,"perMonth":0}},
+       "status":{"burst":{"thisHour":1.02,"today":1.5,"thisMonth":7.25,"ratePerHour":3,
+                          "monthForecast":1500.126,
+                          "outOfBudget":"queue 'team' has spent its burst budget per hour (1.02 of 1.00)"}}},
+      {"spec":{"name":"spender"},"status":{"burst":{"ratePerHour":0.5}}},
+      {"spec":{"name":"private"}}]})x");
+  });
+  const RunResult run = Tessctl({"--server", server.url(), "queues"});
+  INFO(run.out);
+  CHECK(run.exit_code == 0);
+  // The lines after the queue table's blank line, each with its columns' blanks squeezed.
+  std::vector<std::string> lines;
+  std::istringstream in(run.out.substr(run.out.find("\n\n") + 2));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string joined;
+    for (std::string word; words >> word;) joined += (joined.empty() ? "" : " ") + word;
+    lines.push_back(joined);
+  }
+  REQUIRE(lines.size() == 3);  // "private" has neither a budget nor spend.
+  CHECK(lines[0] ==
+        "QUEUE BURST THIS HOUR TODAY THIS MONTH RATE/H MONTH FORECAST BUDGET OUT OF BUDGET");
+  CHECK(lines[1] ==
+        "team 1.02 1.50 7.25 3.00 1500.13 1.00/h, 0.00/mo queue 'team' has spent its burst "
+        "budget per hour (1.02 of 1.00)");
+  CHECK(lines[2] == "spender 0.00 0.00 0.00 0.50 0.00 - -");
+
+  // Without budgets or spend anywhere, no burst table at all.
+  FakeTesserad plain(
+      [](const RecordedRequest&) { return Ok(R"({"queues":[{"spec":{"name":"research"}}]})"); });
+  const RunResult none = Tessctl({"--server", plain.url(), "queues"});
+  CHECK(none.exit_code == 0);
+  CHECK(none.out.find("BURST") == std::string::npos);
+
+  // -o json carries the spend as the server sent it.
+  const RunResult json = Tessctl({"--server", server.url(), "queues", "-o", "json"});
+  CHECK(json.out.find(R"("burst":{"thisHour":1.02,"today":1.5,"thisMonth":7.25)") !=
+        std::string::npos);
+}
+
 TEST_CASE("tessctl watch prints a new job's first state without an unspecified one") {
   FakeTesserad server([](const RecordedRequest&) {
     return Ok(R"({"events":[{"seq":"1","kind":"JOB_STATE_CHANGED","jobId":"42",

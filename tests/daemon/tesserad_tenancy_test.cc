@@ -229,10 +229,17 @@ TEST_CASE("tesserad: /metrics shows a tenant only its own queues") {
   const Reply tenant = daemon.Call(verb::get, "/metrics", "", kTenantA);
   REQUIRE(tenant.status == 200);
   CHECK(tenant.body.find("tessera_queue_pending_jobs{queue=\"team-a\"}") != std::string::npos);
+  CHECK(tenant.body.find("tessera_queue_burst_spend{queue=\"team-a\",period=\"month\"} 0") !=
+        std::string::npos);
+  CHECK(tenant.body.find("tessera_queue_burst_out_of_budget{queue=\"team-a\"} 0") !=
+        std::string::npos);
+  // No series of another queue, burst spend included.
   CHECK(tenant.body.find("queue=\"team-b\"") == std::string::npos);
   CHECK(tenant.body.find("queue=\"default\"") == std::string::npos);
   const Reply admin = daemon.Call(verb::get, "/metrics", "", kAdmin);
   CHECK(admin.body.find("tessera_queue_pending_jobs{queue=\"team-b\"}") != std::string::npos);
+  CHECK(admin.body.find("tessera_queue_burst_rate_per_hour{queue=\"team-b\"} 0") !=
+        std::string::npos);
 }
 
 TEST_CASE("tesserad: a tenant preempted for another tenant's job is not told that job's id") {

@@ -2,6 +2,7 @@
 // the field or the object at fault.
 #include <sqlite3.h>
 
+#include <cmath>
 #include <fstream>
 #include <limits>
 
@@ -238,6 +239,20 @@ TEST_CASE("errors: queue administration") {
   idle.mutable_idle_gpus()->set_warning_s(-1);
   CHECK(s->CreateQueue(idle).message() ==
         "idle_gpus.warning_s: must be between 0 and 2592000, got -1");
+  v1::QueueSpec budget = QueueSpec("budget");
+  budget.mutable_burst_budget()->set_per_hour(-1);
+  CHECK(s->CreateQueue(budget).message() ==
+        "burst_budget.per_hour: must be a finite number >= 0, got -1.000000");
+  budget.mutable_burst_budget()->set_per_hour(0);  // 0 is no burst at all, and allowed.
+  budget.mutable_burst_budget()->set_per_day(-0.5);
+  CHECK(s->CreateQueue(budget).message() ==
+        "burst_budget.per_day: must be a finite number >= 0, got -0.500000");
+  budget.mutable_burst_budget()->clear_per_day();
+  budget.mutable_burst_budget()->set_per_month(std::nan(""));
+  CHECK(s->CreateQueue(budget).message() ==
+        "burst_budget.per_month: must be a finite number >= 0, got nan");
+  CHECK(s->UpdateQueue(budget).message() ==
+        "burst_budget.per_month: must be a finite number >= 0, got nan");
   CHECK(s->UpdateQueue(QueueSpec("nope")).code() == StatusCode::kNotFound);
   CHECK(s->DeleteQueue("nope").code() == StatusCode::kNotFound);
   CHECK(s->GetQueue("nope").status().code() == StatusCode::kNotFound);
@@ -380,6 +395,25 @@ TEST_CASE("errors: bad options are refused at Open, naming the field") {
        },
        "executor_plugin.max_restarts_per_minute: must be >= 0, got -1"},
       {[](Options& o) { o.plugin_dirs = {""}; }, "plugin_dirs[0]: must not be empty"},
+      {[](Options& o) { o.elastic.scale_out_after = std::chrono::seconds(-1); },
+       "elastic.scale_out_after: must be >= 0 s, got -1"},
+      {[](Options& o) { o.elastic.scale_in_after = std::chrono::seconds(-1); },
+       "elastic.scale_in_after: must be >= 0 s, got -1"},
+      {[](Options& o) { o.elastic.max_nodes = 0; }, "elastic.max_nodes: must be > 0, got 0"},
+      {[](Options& o) { o.elastic.max_requests_per_minute = 0; },
+       "elastic.max_requests_per_minute: must be > 0, got 0"},
+      {[](Options& o) { o.elastic.max_spot_price_per_hour = -1; },
+       "elastic.max_spot_price_per_hour: must be a finite number >= 0, got -1"},
+      {[](Options& o) { o.elastic.group_backoff = std::chrono::seconds(-1); },
+       "elastic.group_backoff: must be >= 0 s, got -1"},
+      {[](Options& o) { o.elastic.metering_interval = std::chrono::seconds(0); },
+       "elastic.metering_interval: must be > 0 s, got 0"},
+      {[](Options& o) { o.elastic.budget_per_hour = -1; },
+       "elastic.budget_per_hour: must be a finite number >= 0, got -1"},
+      {[](Options& o) { o.elastic.budget_per_day = std::nan(""); },
+       "elastic.budget_per_day: must be a finite number >= 0, got nan"},
+      {[](Options& o) { o.elastic.budget_per_month = -2.5; },
+       "elastic.budget_per_month: must be a finite number >= 0, got -2.5"},
   };
   for (const BadOptions& c : cases) {
     Options options;

@@ -1,6 +1,7 @@
 #include "api/options_validation.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -90,6 +91,27 @@ Status ValidateGpuHealth(const GpuHealthOptions& g) {
   return Status::Ok();
 }
 
+// A price or budget: unset is no limit; set, it must be a finite amount >= 0.
+Status ValidateAmount(const std::optional<double>& amount, const std::string& field) {
+  if (!amount || (std::isfinite(*amount) && *amount >= 0)) return Status::Ok();
+  return Invalid(field, "must be a finite number >= 0, got " + Num(*amount));
+}
+
+Status ValidateElastic(const ElasticOptions& e) {
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.scale_out_after.count(), 0, "elastic.scale_out_after", " s"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.scale_in_after.count(), 0, "elastic.scale_in_after", " s"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.max_nodes, 1, "elastic.max_nodes"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.max_requests_per_minute, 1, "elastic.max_requests_per_minute"));
+  TESSERA_RETURN_IF_ERROR(
+      ValidateAmount(e.max_spot_price_per_hour, "elastic.max_spot_price_per_hour"));
+  TESSERA_RETURN_IF_ERROR(AtLeast(e.group_backoff.count(), 0, "elastic.group_backoff", " s"));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(e.metering_interval.count(), 1, "elastic.metering_interval", " s"));
+  TESSERA_RETURN_IF_ERROR(ValidateAmount(e.budget_per_hour, "elastic.budget_per_hour"));
+  TESSERA_RETURN_IF_ERROR(ValidateAmount(e.budget_per_day, "elastic.budget_per_day"));
+  return ValidateAmount(e.budget_per_month, "elastic.budget_per_month");
+}
+
 Status ValidatePlugin(const PluginOptions& p, const std::string& field) {
   if (p.linked) {
     if (!p.plugin.empty()) {
@@ -163,6 +185,7 @@ Status ValidateOptionBounds(const Options& options) {
   TESSERA_RETURN_IF_ERROR(ValidateEngine(options.engine));
   TESSERA_RETURN_IF_ERROR(ValidatePreemption(options.preemption));
   TESSERA_RETURN_IF_ERROR(ValidateGpuHealth(options.gpu_health));
+  TESSERA_RETURN_IF_ERROR(ValidateElastic(options.elastic));
   return ValidateExecutor(options);
 }
 

@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-// Store, placement, engine, preemption, GPU health, executor and plugin option bounds.
+// Store, placement, engine, preemption, GPU health, elastic, executor and plugin option bounds.
 Status ValidateOptionBounds(const Options& options);
 
 }  // namespace tessera

@@ -293,6 +293,24 @@ Status ValidatePlacementTerms(const v1::JobSpec& spec) {
   return Status::Ok();
 }
 
+// Each limit set must be an amount of money: finite and >= 0 (0 is no burst at all).
+Status ValidateBurstBudget(const v1::BurstBudget& budget) {
+  struct Limit {
+    const char* name;
+    bool set;
+    double amount;
+  };
+  for (const Limit& limit : {Limit{"per_hour", budget.has_per_hour(), budget.per_hour()},
+                             Limit{"per_day", budget.has_per_day(), budget.per_day()},
+                             Limit{"per_month", budget.has_per_month(), budget.per_month()}}) {
+    if (limit.set && !(std::isfinite(limit.amount) && limit.amount >= 0)) {
+      return Invalid(std::string("burst_budget.") + limit.name,
+                     "must be a finite number >= 0, got " + std::to_string(limit.amount));
+    }
+  }
+  return Status::Ok();
+}
+
 // A year of a 100,000-GPU cluster in GPU-seconds: a limit beyond says the unit was mistaken,
 // and the microseconds it is kept in stay far from overflow.
 constexpr int64_t kMaxServiceBandLimitGpuS = int64_t{100'000} * 365 * 24 * 3600;
@@ -381,6 +399,7 @@ Status ValidateQueueSpec(const v1::QueueSpec& spec) {
   }
   TESSERA_RETURN_IF_ERROR(ValidateGpuModelQuotas(spec));
   TESSERA_RETURN_IF_ERROR(ValidateAttainedServiceOrder(spec));
+  TESSERA_RETURN_IF_ERROR(ValidateBurstBudget(spec.burst_budget()));
   const ResourceVector guarantee = ResourceVector::FromProto(spec.guarantee());
   const ResourceVector cap = ResourceVector::FromLimits(spec.cap());
   for (int r = 0; r < kNumResources; ++r) {

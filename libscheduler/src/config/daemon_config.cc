@@ -7,6 +7,7 @@
 #include <set>
 
 #include "api/validation.h"
+#include "config/elastic_config.h"
 #include "config/yaml_proto.h"
 #include "engine/simulated_executor.h"
 #include "plugins/plugin_library.h"
@@ -367,6 +368,8 @@ void ApplyDaemonConfigDefaults(v1::DaemonConfig* c) {
   if (!health->has_requeue_on_failure())
     health->set_requeue_on_failure(defaults.gpu_health.requeue_on_failure);
 
+  ApplyElasticConfigDefaults(c->mutable_elastic());
+
   if (c->priority_classes_size() == 0) {
     for (const PriorityClass& p : defaults.priority_classes) {
       v1::PriorityClassConfig* added = c->add_priority_classes();
@@ -519,6 +522,7 @@ Options MapOptions(const v1::DaemonConfig& c) {
   o.gpu_health.fatal_xids.assign(c.gpu_health().fatal_xids().begin(),
                                  c.gpu_health().fatal_xids().end());
   o.gpu_health.requeue_on_failure = c.gpu_health().requeue_on_failure();
+  o.elastic = ElasticOptionsOf(c.elastic());
 
   o.priority_classes.clear();
   for (const v1::PriorityClassConfig& p : c.priority_classes()) {
@@ -557,6 +561,7 @@ Status ValidateDaemonConfig(const v1::DaemonConfig& config) {
   TESSERA_RETURN_IF_ERROR(ValidatePlacement(c.placement()));
   TESSERA_RETURN_IF_ERROR(ValidatePreemption(c.preemption()));
   TESSERA_RETURN_IF_ERROR(ValidateGpuHealth(c.gpu_health()));
+  TESSERA_RETURN_IF_ERROR(ValidateElasticConfig(c.elastic()));
   TESSERA_RETURN_IF_ERROR(ValidateExecutor(c));
   TESSERA_RETURN_IF_ERROR(ValidateServer(c.server()));
   TESSERA_RETURN_IF_ERROR(ValidateAuth(c));

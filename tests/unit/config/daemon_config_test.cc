@@ -2,6 +2,7 @@
 // line and field or the field of a bad value.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -86,6 +87,17 @@ TEST_CASE("daemon config: no file means the embedded defaults") {
   CHECK(options->gpu_health.resume_temperature_c == library.gpu_health.resume_temperature_c);
   CHECK(options->gpu_health.fatal_xids == library.gpu_health.fatal_xids);
   CHECK(options->gpu_health.requeue_on_failure == library.gpu_health.requeue_on_failure);
+  CHECK(options->elastic.enabled == library.elastic.enabled);
+  CHECK(options->elastic.scale_out_after == library.elastic.scale_out_after);
+  CHECK(options->elastic.scale_in_after == library.elastic.scale_in_after);
+  CHECK(options->elastic.max_nodes == library.elastic.max_nodes);
+  CHECK(options->elastic.max_requests_per_minute == library.elastic.max_requests_per_minute);
+  CHECK(options->elastic.max_spot_price_per_hour == library.elastic.max_spot_price_per_hour);
+  CHECK(options->elastic.group_backoff == library.elastic.group_backoff);
+  CHECK(options->elastic.metering_interval == library.elastic.metering_interval);
+  CHECK(options->elastic.budget_per_hour == library.elastic.budget_per_hour);
+  CHECK(options->elastic.budget_per_day == library.elastic.budget_per_day);
+  CHECK(options->elastic.budget_per_month == library.elastic.budget_per_month);
   REQUIRE(options->priority_classes.size() == library.priority_classes.size());
   for (size_t i = 0; i < library.priority_classes.size(); ++i) {
     CHECK(options->priority_classes[i].name == library.priority_classes[i].name);
@@ -198,6 +210,10 @@ TEST_CASE("daemon config: the example file loads and maps onto every Options fie
   CHECK(options->priority_classes.size() == 3);
   CHECK_FALSE(options->priority_classes[2].preemptible);
   CHECK(options->plugin_dirs == std::vector<std::string>{"/usr/local/lib/tessera/plugins"});
+  CHECK(options->elastic.scale_out_after == std::chrono::seconds(120));
+  CHECK(options->elastic.budget_per_day == std::optional<double>(500));
+  CHECK_FALSE(options->elastic.budget_per_hour.has_value());
+  CHECK_FALSE(options->elastic.max_spot_price_per_hour.has_value());
   // The example spells out the default cluster.
   REQUIRE(options->simulated_cluster.has_value());
   CHECK(options->simulated_cluster->SerializeAsString() ==
@@ -295,6 +311,94 @@ backends:
   CHECK(one->backends[0].name == "gpus");
 }
 
+TEST_CASE("daemon config: elastic maps onto ElasticOptions; unset limits stay unset") {
+  StatusOr<v1::DaemonConfig> config = LoadYaml(R"(
+elastic:
+  enabled: false
+  scale_out_after_s: 1
+  scale_in_after_s: 5
+  max_nodes: 3
+  max_requests_per_minute: 20
+  max_spot_price_per_hour: 2.5
+  group_backoff_s: 0
+  metering_interval_s: 1
+  budget_per_hour: 10
+  budget_per_day: 0
+  budget_per_month: 1000.5
+)");
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  const ElasticOptions& e = options->elastic;
+  CHECK_FALSE(e.enabled);
+  CHECK(e.scale_out_after == std::chrono::seconds(1));
+  CHECK(e.scale_in_after == std::chrono::seconds(5));
+  CHECK(e.max_nodes == 3);
+  CHECK(e.max_requests_per_minute == 20);
+  CHECK(e.max_spot_price_per_hour == std::optional<double>(2.5));
+  CHECK(e.group_backoff == std::chrono::seconds(0));  // an explicit zero is kept.
+  CHECK(e.metering_interval == std::chrono::seconds(1));
+  CHECK(e.budget_per_hour == std::optional<double>(10));
+  CHECK(e.budget_per_day == std::optional<double>(0));  // 0 is no burst at all, not "unset".
+  CHECK(e.budget_per_month == std::optional<double>(1000.5));
+
+  // A section naming one key keeps the library's value for every other one.
+  StatusOr<v1::DaemonConfig> partial = LoadYaml("elastic: {budget_per_day: 50}\n");
+  REQUIRE(partial.ok());
+  StatusOr<Options> mapped = ToOptions(*partial);
+  REQUIRE(mapped.ok());
+  const ElasticOptions library;
+  CHECK(mapped->elastic.budget_per_day == std::optional<double>(50));
+  CHECK_FALSE(mapped->elastic.budget_per_hour.has_value());
+  CHECK_FALSE(mapped->elastic.budget_per_month.has_value());
+  CHECK_FALSE(mapped->elastic.max_spot_price_per_hour.has_value());
+  CHECK(mapped->elastic.enabled);
+  CHECK(mapped->elastic.scale_out_after == library.scale_out_after);
+  CHECK(mapped->elastic.max_nodes == library.max_nodes);
+  CHECK(mapped->elastic.metering_interval == library.metering_interval);
+}
+
+// docs/cloud-burst.md walks through this file with the real binaries; it must stay loadable.
+TEST_CASE("daemon config: docs/examples/cloud-burst-sim.yaml loads with its elastic times") {
+  StatusOr<v1::DaemonConfig> config = LoadDaemonConfig(std::string(TESSERA_EXAMPLES_DIR) +
+                                                       "/../docs/examples/cloud-burst-sim.yaml");
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  StatusOr<Options> options = ToOptions(*config);
+  REQUIRE(options.ok());
+  CHECK(options->elastic.scale_out_after == std::chrono::seconds(1));
+  CHECK(options->elastic.scale_in_after == std::chrono::seconds(5));
+  CHECK(options->elastic.metering_interval == std::chrono::seconds(1));
+  REQUIRE(options->backends.size() == 1);
+  CHECK(options->backends[0].plugin.plugin == "sim");
+  REQUIRE(config->queues_size() == 1);
+  CHECK(config->queues(0).burst_budget().per_hour() == 0.25);
+}
+
+TEST_CASE("daemon config: a declared queue's burst_budget is read, and a bad one named") {
+  StatusOr<v1::DaemonConfig> config = LoadYaml(
+      "queues:\n"
+      "  - {name: team, burst_budget: {per_hour: 2.5, per_month: 0}}\n");
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  REQUIRE(config->queues_size() == 1);
+  const v1::BurstBudget& budget = config->queues(0).burst_budget();
+  CHECK(budget.per_hour() == 2.5);
+  CHECK_FALSE(budget.has_per_day());
+  CHECK(budget.has_per_month());
+  CHECK(budget.per_month() == 0);
+  CHECK(Refusal("queues: [{name: a, burst_budget: {per_hour: -1}}]") ==
+        "queues[0].burst_budget.per_hour: must be a finite number >= 0, got -1.000000");
+  CHECK(Refusal("queues: [{name: a}, {name: b, burst_budget: {per_day: -0.5}}]") ==
+        "queues[1].burst_budget.per_day: must be a finite number >= 0, got -0.500000");
+  // YAML refuses a number that is not finite; a config built in code is checked too.
+  v1::DaemonConfig built;
+  built.add_queues()->set_name("a");
+  built.mutable_queues(0)->mutable_burst_budget()->set_per_month(INFINITY);
+  CHECK(ValidateDaemonConfig(built).message() ==
+        "queues[0].burst_budget.per_month: must be a finite number >= 0, got inf");
+  CHECK(Refusal("queues: [{name: a, burst_budget: {per_hour: 1, per_daily: 2}}]")
+            .find("burst_budget.per_daily: unknown field") != std::string::npos);
+}
+
 TEST_CASE("daemon config: unknown keys and wrong types name the file, line and field") {
   StatusOr<v1::DaemonConfig> unknown = LoadYaml("store:\n  path: a.db\n  max_bacth: 10\n");
   REQUIRE_FALSE(unknown.ok());
@@ -365,6 +469,34 @@ TEST_CASE("daemon config: bad values are refused naming the field") {
   CHECK(Refusal("gpu_health: {max_temperature_c: 70}")
             .rfind("gpu_health.resume_temperature_c: must be <= gpu_health.max_temperature_c", 0) ==
         0);
+  CHECK(Refusal("elastic: {scale_out_after_s: -1}") ==
+        "elastic.scale_out_after_s: must be >= 0, got -1");
+  CHECK(Refusal("elastic: {scale_in_after_s: -1}") ==
+        "elastic.scale_in_after_s: must be >= 0, got -1");
+  CHECK(Refusal("elastic: {max_nodes: 0}") == "elastic.max_nodes: must be > 0, got 0");
+  CHECK(Refusal("elastic: {max_requests_per_minute: 0}") ==
+        "elastic.max_requests_per_minute: must be > 0, got 0");
+  CHECK(Refusal("elastic: {max_spot_price_per_hour: -0.1}") ==
+        "elastic.max_spot_price_per_hour: must be a finite number >= 0, got -0.1");
+  CHECK(Refusal("elastic: {group_backoff_s: -1}") ==
+        "elastic.group_backoff_s: must be >= 0, got -1");
+  CHECK(Refusal("elastic: {metering_interval_s: 0}") ==
+        "elastic.metering_interval_s: must be > 0, got 0");
+  CHECK(Refusal("elastic: {budget_per_hour: -1}") ==
+        "elastic.budget_per_hour: must be a finite number >= 0, got -1");
+  CHECK(Refusal("elastic: {budget_per_day: -2}") ==
+        "elastic.budget_per_day: must be a finite number >= 0, got -2");
+  CHECK(Refusal("elastic: {budget_per_month: -3}") ==
+        "elastic.budget_per_month: must be a finite number >= 0, got -3");
+  CHECK(Refusal("elastic: {max_nodes: 1, enabled: true, metering_interval_s: 1}") == "ok");
+  v1::DaemonConfig not_finite;  // YAML has no way to write one; code has.
+  not_finite.mutable_elastic()->set_budget_per_month(NAN);
+  CHECK(ValidateDaemonConfig(not_finite).message() ==
+        "elastic.budget_per_month: must be a finite number >= 0, got nan");
+  not_finite.mutable_elastic()->clear_budget_per_month();
+  not_finite.mutable_elastic()->set_max_spot_price_per_hour(INFINITY);
+  CHECK(ValidateDaemonConfig(not_finite).message() ==
+        "elastic.max_spot_price_per_hour: must be a finite number >= 0, got inf");
   CHECK(Refusal("priority_classes: [{name: a}, {name: a}]\ndefault_priority_class: a") ==
         "priority_classes[1].name: duplicate class 'a'");
   CHECK(Refusal("priority_classes: [{name: batch}]") ==
