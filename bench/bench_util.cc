@@ -151,6 +151,11 @@ ScratchDir::~ScratchDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+std::string BuildPluginsDir() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "plugins")
+      .string();
+}
+
 int64_t FileBytes(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);

@@ -77,6 +77,9 @@ class ScratchDir {
   std::string path_;
 };
 
+// The plugins directory of the build this program belongs to (<build>/plugins, beside bench/).
+std::string BuildPluginsDir();
+
 // Size of a file in bytes, or 0 when it does not exist.
 int64_t FileBytes(const std::string& path);
 

@@ -157,4 +157,25 @@ struct KubeFlags {
 };
 int RunKube(const KubeFlags& flags);
 
+// burst: cost and queueing delay of cloud burst against private pools, on a workload with a
+// daily peak, in virtual time (burst_bench.cc). Prices are per GPU-hour (nodes have 8 GPUs).
+struct BurstFlags {
+  CommonFlags common;
+  bool quick = false;  // 1 day at a mean of 40 GPUs: a CI-size run.
+  double days = 7;
+  double mean_gpus = 110;
+  double amplitude = 0.9;
+  double peak_hour = 15;
+  double checkpointing_share = 0.6;
+  double private_gpu_hour = 1.50;
+  double on_demand_gpu_hour = 4.00;
+  double spot_gpu_hour = 1.40;
+  double provision_delay_s = 180;
+  double spot_interrupt_after_h = 4;
+  double budget_training_per_hour = 100;
+  double budget_global_per_day = 2000;
+  std::string configs = "ABCDE";  // which configurations to run.
+};
+int RunBurst(BurstFlags flags);
+
 }  // namespace tessera::bench

@@ -74,12 +74,6 @@ int64_t FilesUnder(const std::string& dir) {
   return files;
 }
 
-// The build's plugins directory: build/bench/tessera-bench -> build/plugins.
-std::string BuildPluginsDir() {
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "plugins")
-      .string();
-}
-
 // One run: a scheduler on the store in `store_dir` (kept across runs, so job ids, and with them
 // per-task log names, go on growing as they would), J jobs, and the time until all finished.
 StatusOr<Json> RunOnce(const LocalLaunchFlags& flags, const std::string& store_dir, int run) {

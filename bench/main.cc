@@ -10,6 +10,7 @@
 //   tessera-bench timeline --trace default --nodes gpu_node --policy binpack
 //   tessera-bench churn --nodes 1000 --rate 500 --seconds 20
 //   tessera-bench local-launch --state-dir /var/tmp/local-state --jobs 2000 --repeat 5
+//   tessera-bench burst --days 7 > burst.jsonl
 //
 // Results: one JSON object per line on stdout; a short table and progress on stderr.
 
@@ -288,6 +289,59 @@ int Main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   openb_cmd->add_option("--data", openb.data, "openb data folder")->capture_default_str();
 
+  BurstFlags burst;
+  burst.common.repeat = 1;  // virtual time: a second run repeats the first exactly.
+  CLI::App* burst_cmd = app.add_subcommand(
+      "burst", "cloud burst vs private pools on a daily peak: cost and queueing delay");
+  AddCommonFlags(burst_cmd, &burst.common);
+  burst_cmd->add_flag("--quick", burst.quick, "1 day at a mean of at most 40 GPUs (CI size)");
+  burst_cmd->add_option("--days", burst.days, "days of arrivals (virtual), at most 28")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 28.0));
+  burst_cmd->add_option("--mean-gpus", burst.mean_gpus, "mean GPUs in use at zero wait")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  burst_cmd->add_option("--amplitude", burst.amplitude, "day curve: peak = mean x (1 + this)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  burst_cmd->add_option("--peak-hour", burst.peak_hour, "hour of the day's peak, UTC")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 24.0));
+  burst_cmd
+      ->add_option("--checkpointing-share", burst.checkpointing_share,
+                   "share of jobs that checkpoint (queue training; may run on spot)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  burst_cmd->add_option("--private-gpu-hour", burst.private_gpu_hour, "private pool, per GPU-hour")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  burst_cmd->add_option("--on-demand-gpu-hour", burst.on_demand_gpu_hour, "on-demand, per GPU-hour")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  burst_cmd->add_option("--spot-gpu-hour", burst.spot_gpu_hour, "spot, per GPU-hour")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  burst_cmd->add_option("--provision-delay-s", burst.provision_delay_s, "request to node joined")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  burst_cmd
+      ->add_option("--spot-interrupt-after-h", burst.spot_interrupt_after_h,
+                   "each spot node gets its 2-minute notice this long after it joined (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  burst_cmd
+      ->add_option("--budget-training-per-hour", burst.budget_training_per_hour,
+                   "config E: queue training's burst budget per hour")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  burst_cmd
+      ->add_option("--budget-global-per-day", burst.budget_global_per_day,
+                   "config E: the global burst budget per day")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  burst_cmd->add_option("--configs", burst.configs, "which of A B C D E to run (\"ACD\")")
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
 
   if (preempt_cmd->parsed()) return RunPreempt(preempt);
@@ -302,6 +356,7 @@ int Main(int argc, char** argv) {
 #endif
   if (measure_cmd->parsed()) return RunRecoverMeasure(measure);
   if (openb_cmd->parsed()) return RunOpenb(openb);
+  if (burst_cmd->parsed()) return RunBurst(burst);
   return 1;
 }
 

@@ -174,6 +174,7 @@ StatusOr<ReplayResult> ReplayTrace(Scheduler& scheduler, ManualClock& clock,
     // than spin on the same instant.
     const TimestampUs to = std::max(*until, now + 1);
     move_reached_wakeup = wakeup && *wakeup <= to;
+    if (options.on_step) TESSERA_RETURN_IF_ERROR(options.on_step(now, to));
     for (const auto& [name, milli] : allocation) {
       result.queue_gpu_milli_us[name] += static_cast<double>(milli) * static_cast<double>(to - now);
     }

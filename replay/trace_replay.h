@@ -59,6 +59,11 @@ struct ReplayOptions {
   // ReplayMetrics::gpu_util_sampled_pct, which counts every attempt of a job where the job
   // times give only the last). Costs a ListQueues per step.
   bool sample_queues = true;
+  // Called after every step with the span of clock time the state it left holds, [now, until):
+  // the scheduler is idle and the clock still at `now`, so what the callback reads (nodes,
+  // queues) stays so until `until`, and summing it x (until - now) is exact. An error ends the
+  // replay with it. Not called after the last step (nothing follows it).
+  std::function<Status(TimestampUs now, TimestampUs until)> on_step;
 };
 
 // What became of one submitted job. Times are clock times (microseconds since the epoch of the
