@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/reflection.h>
@@ -203,9 +205,91 @@ Status ApplySetting(const std::string& key_value, v1::DaemonConfig* config) {
   return fail("empty key");
 }
 
+namespace {
+
+std::string Trim(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
+}
+
+// A YAML scalar as written on one line: a trailing " # comment" dropped, quotes taken off.
+std::string ScalarOf(const std::string& raw) {
+  std::string v = Trim(raw);
+  if (!v.empty() && (v[0] == '"' || v[0] == '\'')) {
+    const size_t close = v.find(v[0], 1);
+    return close == std::string::npos ? v : v.substr(1, close - 1);
+  }
+  const size_t comment = v.find(" #");
+  return Trim(comment == std::string::npos ? v : v.substr(0, comment));
+}
+
+// The config file as tesserad reads it, plus what its replay: section says.
+StatusOr<ReplaySection> ReadConfigFile(const std::string& path, v1::DaemonConfig* config) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError("cannot read '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  TESSERA_ASSIGN_OR_RETURN(ReplaySection section, SplitReplaySection(text.str(), path));
+  TESSERA_RETURN_IF_ERROR(ParseYamlMessage(section.daemon_yaml, path, config));
+  ApplyDaemonConfigDefaults(config);
+  TESSERA_RETURN_IF_ERROR(ValidateDaemonConfig(*config));
+  return section;
+}
+
+}  // namespace
+
+StatusOr<ReplaySection> SplitReplaySection(const std::string& yaml, const std::string& source) {
+  ReplaySection out;
+  std::istringstream in(yaml);
+  std::string line;
+  int number = 0;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::string where = source + ":" + std::to_string(number) + ": ";
+    const std::string trimmed = Trim(line);
+    const bool indented = !line.empty() && (line[0] == ' ' || line[0] == '\t');
+    if (line.compare(0, 7, "replay:") == 0) {
+      const std::string rest = ScalarOf(line.substr(7));
+      if (!rest.empty() && rest[0] != '#') {
+        return InvalidArgumentError(where +
+                                    "replay: write the section as a block, its keys "
+                                    "indented on the lines below 'replay:'");
+      }
+      inside = true;
+      line.clear();
+    } else if (inside && (trimmed.empty() || trimmed[0] == '#')) {
+      line.clear();
+    } else if (inside && indented) {
+      const size_t colon = trimmed.find(':');
+      const std::string key = Trim(trimmed.substr(0, colon));
+      if (key != "one_queue") {
+        return InvalidArgumentError(where + "replay." + key +
+                                    ": unknown field (known fields: one_queue)");
+      }
+      out.one_queue = colon == std::string::npos ? "" : ScalarOf(trimmed.substr(colon + 1));
+      if (out.one_queue.empty()) {
+        return InvalidArgumentError(where + "replay.one_queue: must name a queue");
+      }
+      line.clear();
+    } else {
+      inside = false;
+    }
+    out.daemon_yaml += line + "\n";
+  }
+  return out;
+}
+
 StatusOr<ReplayConfig> LoadReplayConfig(const ReplayConfigRequest& request) {
   ReplayConfig out;
-  TESSERA_ASSIGN_OR_RETURN(out.daemon, LoadDaemonConfig(request.config_path));
+  if (request.config_path.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(out.daemon, LoadDaemonConfig(""));
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(ReplaySection section,
+                             ReadConfigFile(request.config_path, &out.daemon));
+    out.one_queue = section.one_queue;
+  }
   v1::DaemonConfig& c = out.daemon;
   if (!request.cluster_path.empty()) {
     c.clear_simulated_cluster();

@@ -18,6 +18,17 @@
 // or string field. Not supported: lists themselves and whole sections (write them in the file).
 // An unknown path is an error naming the key and the fields that exist there.
 //
+// A config file may also hold a `replay:` section, which only the replay reads (tesserad refuses
+// it): what a research baseline changes about the trace rather than the scheduler.
+//
+//   replay:
+//     one_queue: fifo   # every job of the trace goes to queue 'fifo' (created if not declared)
+//
+// The jobs keep their trace queue as their tenant: per-queue figures, Jain's index and
+// finish-time fairness are reported per tenant, as for any other config, so a one-queue
+// baseline and a fair-share config compare on the same footing. The section must be written as
+// a block (a line `replay:` at the start of a line, its keys indented below it).
+//
 // Thread safety: pure functions.
 #pragma once
 
@@ -45,7 +56,20 @@ struct ReplayConfigRequest {
 struct ReplayConfig {
   v1::DaemonConfig daemon;  // the effective config, after defaults and --set.
   Options options;          // ready for Scheduler::Open but for the clock.
+  // replay.one_queue: when set, every job is submitted to this queue instead of its own.
+  std::string one_queue;
 };
+
+// What a config file's `replay:` section says, and the file's text with the section's lines
+// blanked (so that line numbers in the tesserad parser's errors stay right).
+struct ReplaySection {
+  std::string one_queue;
+  std::string daemon_yaml;
+};
+
+// Errors: INVALID_ARGUMENT "<source>:<line>: replay.<key>: ..." for an unknown key, an empty
+// value, or a section not written as a block.
+StatusOr<ReplaySection> SplitReplaySection(const std::string& yaml, const std::string& source);
 
 // Errors: NOT_FOUND (a file), INVALID_ARGUMENT (the config, a --set, the cluster), each naming
 // the file or key.

@@ -92,6 +92,7 @@ Json SummaryJson(const Trace& trace, const RunOutcome& run) {
                           {"notes", notes}};
   summary["cluster"] = Json{{"nodes", run.nodes}, {"gpus", run.gpus}};
   summary["queues_created"] = run.queues_created;
+  summary["one_queue"] = run.one_queue;
   summary["simulated_s"] = all.simulated_s;
   summary["wall_s"] = r.wall_s;
   summary["speedup"] = r.wall_s > 0 ? all.simulated_s / r.wall_s : 0.0;
@@ -113,12 +114,15 @@ Json SummaryJson(const Trace& trace, const RunOutcome& run) {
   for (const auto& [queue, values] : rho_of) {
     const ReplayMetrics m = SummarizeReplay(r, capacity, &queue);
     Json q = MetricsJson(m, values);
-    q["gpu_util_pct"] = m.gpu_util_sampled_pct;
+    // Sampled where the queue ran its jobs; a tenant of replay.one_queue ran them in another
+    // queue, so its share comes from its jobs' times (the last attempt of each).
+    const bool sampled = run.one_queue.empty();
+    q["gpu_util_pct"] = sampled ? m.gpu_util_sampled_pct : m.gpu_util_pct;
     auto w = r.queue_weight.find(queue);
     const double weight = w == r.queue_weight.end() ? 1.0 : w->second;
     q["weight"] = weight;
     queues[queue] = q;
-    weighted_shares.push_back(m.gpu_util_sampled_pct / 100.0 / weight);
+    weighted_shares.push_back(q["gpu_util_pct"].get<double>() / 100.0 / weight);
   }
   summary["queues"] = queues;
   summary["jain_fairness"] = JainFairness(weighted_shares);

@@ -51,8 +51,18 @@ StatusOr<RunOutcome> RunReplay(const ReplayConfig& config, const Trace& trace,
   std::set<std::string> existing;
   TESSERA_ASSIGN_OR_RETURN(std::vector<v1::Queue> queues, scheduler->ListQueues());
   for (const v1::Queue& q : queues) existing.insert(q.spec().name());
-  for (const std::string& leaf : trace.queues) {
-    TESSERA_RETURN_IF_ERROR(EnsureQueue(*scheduler, leaf, &existing, &out.queues_created));
+  // replay.one_queue: every job goes to one queue; the trace's queues stay the jobs' tenants.
+  const bool one_queue = !config.one_queue.empty();
+  std::vector<ReplayJob> routed;
+  if (one_queue) {
+    TESSERA_RETURN_IF_ERROR(
+        EnsureQueue(*scheduler, config.one_queue, &existing, &out.queues_created));
+    routed = trace.jobs;
+    for (ReplayJob& job : routed) job.spec.set_queue(config.one_queue);
+  } else {
+    for (const std::string& leaf : trace.queues) {
+      TESSERA_RETURN_IF_ERROR(EnsureQueue(*scheduler, leaf, &existing, &out.queues_created));
+    }
   }
   TESSERA_ASSIGN_OR_RETURN(std::vector<v1::Node> nodes, scheduler->ListNodes());
   out.nodes = static_cast<int64_t>(nodes.size());
@@ -63,7 +73,14 @@ StatusOr<RunOutcome> RunReplay(const ReplayConfig& config, const Trace& trace,
   replay_options.on_progress = settings.on_progress;
   replay_options.progress_every_s = settings.progress_every_s;
   replay_options.decision_log = settings.decision_log;
-  TESSERA_ASSIGN_OR_RETURN(out.result, ReplayTrace(*scheduler, *clock, trace.jobs, replay_options));
+  TESSERA_ASSIGN_OR_RETURN(
+      out.result, ReplayTrace(*scheduler, *clock, one_queue ? routed : trace.jobs, replay_options));
+  if (one_queue) {
+    out.one_queue = config.one_queue;
+    for (size_t i = 0; i < out.result.jobs.size(); ++i) {
+      out.result.jobs[i].queue = trace.jobs[i].spec.queue();
+    }
+  }
   out.stats = scheduler->GetStats();
   return out;
 }

@@ -1,6 +1,7 @@
 // replay_run: one what-if replay, start to end. Opens a Scheduler with the replay's config on a
 // ManualClock, applies the config's queue tree, creates the trace's queues that do not exist
-// (with every missing ancestor, weight 1), replays the trace in virtual time (trace_replay.h)
+// (with every missing ancestor, weight 1; with replay.one_queue only that queue, and each job's
+// result keeps its trace queue as its tenant), replays the trace in virtual time (trace_replay.h)
 // and returns what happened together with the scheduler's own counters.
 //
 // Thread safety: one call at a time per scheduler (each call opens its own).
@@ -35,6 +36,7 @@ struct RunOutcome {
   int64_t gpus = 0;
   std::vector<std::string> queues_created;  // by the replay for the trace, parents first.
   double open_s = 0;                        // wall seconds to open the scheduler.
+  std::string one_queue;                    // replay.one_queue, when the jobs went there.
 };
 
 // Errors: what Scheduler::Open, ApplyQueueTree, CreateQueue or the replay return.

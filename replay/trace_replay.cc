@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <iterator>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -94,6 +95,18 @@ const std::vector<std::pair<std::string, PlacementOptions::Strategy>>& Policies(
       {"fragmentation-aware", PlacementOptions::Strategy::kFragmentationAware},
   };
   return kPolicies;
+}
+
+// Whether a queue of `queues` lies below `it`'s queue.
+bool IsParentIn(const std::map<std::string, double>& queues,
+                std::map<std::string, double>::const_iterator it) {
+  const std::string prefix = it->first + "/";
+  for (auto next = std::next(it); next != queues.end(); ++next) {
+    if (next->first.compare(0, prefix.size(), prefix) == 0) return true;
+    // Names between "a" and "a/" ("a-b", "a.b") sort before "a/..."; stop once past the prefix.
+    if (next->first > prefix) return false;
+  }
+  return false;
 }
 
 }  // namespace
@@ -272,9 +285,11 @@ ReplayMetrics SummarizeReplay(const ReplayResult& result, int64_t capacity_gpu_m
   if (capacity_us > 0) {
     m.gpu_util_pct = 100.0 * milli_us / capacity_us;
     double sampled = 0;
-    for (const auto& [name, v] : result.queue_gpu_milli_us) {
-      // Only the queues jobs went to: a parent queue's allocation repeats its children's.
-      if (queue_milli_us.count(name)) sampled += v;
+    for (auto it = result.queue_gpu_milli_us.begin(); it != result.queue_gpu_milli_us.end(); ++it) {
+      // Leaves only (or the one queue asked for): a parent's allocation repeats its children's.
+      const std::string& name = it->first;
+      if (queue ? name != *queue : IsParentIn(result.queue_gpu_milli_us, it)) continue;
+      sampled += it->second;
     }
     m.gpu_util_sampled_pct = 100.0 * sampled / capacity_us;
   }

@@ -132,5 +132,56 @@ TEST_CASE("the config file means what it means to tesserad; the store is in memo
   CHECK_FALSE(LoadReplayConfig(request).ok());
 }
 
+TEST_CASE("a replay: section routes every job to one queue; tesserad's part parses as before") {
+  testing::TempDir dir;
+  ReplayConfigRequest request;
+  request.config_path = Write(dir, "fifo.yaml",
+                              "# a baseline\n"
+                              "replay:\n"
+                              "  # every job in one queue\n"
+                              "  one_queue: \"fifo\"  # quoted, with a comment\n"
+                              "queues:\n"
+                              "  - {name: fifo, queueing: STRICT_FIFO}\n"
+                              "preemption:\n"
+                              "  enabled: false\n");
+  StatusOr<ReplayConfig> config = LoadReplayConfig(request);
+  REQUIRE(config.ok());
+  CHECK(config->one_queue == "fifo");
+  CHECK_FALSE(config->options.preemption.enabled);
+  REQUIRE(config->daemon.queues_size() == 1);
+  CHECK(config->daemon.queues(0).queueing() == v1::STRICT_FIFO);
+
+  // Without the section nothing is routed.
+  request.config_path = Write(dir, "plain.yaml", "preemption:\n  enabled: false\n");
+  config = LoadReplayConfig(request);
+  REQUIRE(config.ok());
+  CHECK(config->one_queue.empty());
+
+  // The section's lines are blanked, so tesserad's errors keep their line numbers.
+  StatusOr<ReplaySection> split =
+      SplitReplaySection("replay:\n  one_queue: q\nstore:\n  max_bacth: 1\n", "c.yaml");
+  REQUIRE(split.ok());
+  CHECK(split->daemon_yaml == "\n\nstore:\n  max_bacth: 1\n");
+  request.config_path =
+      Write(dir, "typo.yaml", "replay:\n  one_queue: q\nstore:\n  max_bacth: 1\n");
+  config = LoadReplayConfig(request);
+  REQUIRE_FALSE(config.ok());
+  CHECK(config.status().message().find("typo.yaml:4") != std::string::npos);
+}
+
+TEST_CASE("replay: section errors name the file, the line and the key") {
+  auto error = [](const std::string& yaml) {
+    StatusOr<ReplaySection> s = SplitReplaySection(yaml, "b.yaml");
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.status().code() == StatusCode::kInvalidArgument);
+    return s.status().message();
+  };
+  CHECK(error("replay:\n  one_qeue: q\n") ==
+        "b.yaml:2: replay.one_qeue: unknown field (known fields: one_queue)");
+  CHECK(error("replay:\n  one_queue:\n") == "b.yaml:2: replay.one_queue: must name a queue");
+  CHECK(error("engine: {}\nreplay: {one_queue: q}\n")
+            .find("b.yaml:2: replay: write the section as a block") == 0);
+}
+
 }  // namespace
 }  // namespace tessera::replay
